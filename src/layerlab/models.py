@@ -357,11 +357,14 @@ def convert_wheel_model(name: str) -> Path:
         del model.config.quantization_config
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
-    (tmp / "layerlab-source.txt").write_text(f"{gguf}\n{WHEEL_MODELS[name].description}\n")
-    shutil.rmtree(target, ignore_errors=True)
-    tmp.rename(target)
+    try:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        (tmp / "layerlab-source.txt").write_text(f"{gguf}\n{WHEEL_MODELS[name].description}\n")
+        shutil.rmtree(target, ignore_errors=True)
+        tmp.rename(target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     return target
 
 
@@ -428,25 +431,37 @@ def load(
     """
     if not isinstance(name, str) or not name.strip():
         raise UnknownModel("model name must be a non-empty string")
+    from transformers.utils import logging as hf_logging
+
     started = time.perf_counter()
+    hf_logging.disable_progress_bar()  # per-tensor bars would flood notebook outputs
+    try:
+        lm = _load_by_kind(name, device=device, dtype=dtype, device_map=device_map, seed=seed)
+    finally:
+        hf_logging.enable_progress_bar()
+    lm.info["load_seconds"] = time.perf_counter() - started
+    return lm
+
+
+def _load_by_kind(name: str, *, device: str | None, dtype: torch.dtype,
+                  device_map: str | dict | None, seed: int) -> LoadedModel:
     if name in TINY:
         lm = load_tiny(name, seed=seed)
         if device:
             lm.model.to(device)
-    elif name in WHEEL_MODELS:
-        lm = _load_wheel_model(name, device)
-    elif Path(name).expanduser().is_dir():
-        lm = _load_pretrained(name, str(Path(name).expanduser()), device=device,
-                              device_map=device_map, dtype=dtype)
-    elif _looks_like_hub_id(name):
-        lm = _load_pretrained(name, name, device=device, device_map=device_map, dtype=dtype)
-    else:
-        raise UnknownModel(
-            f"unknown model {name!r}: not a layerlab name ({', '.join(known_names())}), not an "
-            "existing local folder, and not a hub id of the form 'org/name'."
-        )
-    lm.info["load_seconds"] = time.perf_counter() - started
-    return lm
+        return lm
+    if name in WHEEL_MODELS:
+        return _load_wheel_model(name, device)
+    folder = Path(name).expanduser()
+    if folder.is_dir():
+        return _load_pretrained(name, str(folder), device=device, device_map=device_map,
+                                dtype=dtype)
+    if _looks_like_hub_id(name):
+        return _load_pretrained(name, name, device=device, device_map=device_map, dtype=dtype)
+    raise UnknownModel(
+        f"unknown model {name!r}: not a layerlab name ({', '.join(known_names())}), not an "
+        "existing local folder, and not a hub id of the form 'org/name'."
+    )
 
 
 def default_device() -> str:
@@ -476,6 +491,7 @@ def forward_with_hidden(
     return out.hidden_states, captured[-1]
 
 
+@torch.no_grad()
 def last_hidden_convention(lm: LoadedModel, input_ids: torch.Tensor) -> dict[str, Any]:
     """Check which form the last `hidden_states` entry takes: final-normed or raw block output."""
     hidden, raw_last = forward_with_hidden(lm, input_ids)

@@ -31,15 +31,16 @@ def perplexity_bars(table: pd.DataFrame) -> alt.Chart:
         alt.Chart(table, title="Perplexity on held-out text (lower is better)")
         .mark_bar()
         .encode(
-            x=alt.X("corpus:N", title=None),
-            xOffset="model:N",
-            y=alt.Y("perplexity:Q", scale=alt.Scale(type="log"), title="perplexity (log scale)"),
-            color=alt.Color("model:N"),
+            y=alt.Y("corpus:N", title=None),
+            yOffset="model:N",
+            x=alt.X("perplexity:Q", title="perplexity"),
+            color=alt.Color("model:N", legend=alt.Legend(orient="bottom", columns=2)),
             opacity=alt.condition(pick, alt.value(1.0), alt.value(0.25)),
             tooltip=["model", "corpus", alt.Tooltip("perplexity:Q", format=".2f"),
                      "predicted_tokens:Q"],
         )
         .add_params(pick)
+        .properties(height=alt.Step(max(22, 16 * table["model"].nunique())))
     )
 
 

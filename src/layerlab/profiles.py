@@ -97,3 +97,19 @@ def get(name: str | None = None) -> Profile:
 def active() -> Profile:
     """The profile this process runs under."""
     return get()
+
+
+def setup(name: str | None = None, *, seed: int = 0) -> Profile:
+    """Start of every chapter: pick the profile, seed every RNG, honour `$LAYERLAB_THREADS`."""
+    import random
+
+    import numpy as np
+    import torch
+
+    threads = os.environ.get("LAYERLAB_THREADS")
+    if threads:
+        torch.set_num_threads(int(threads))
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    return get(name)

@@ -77,16 +77,48 @@ def perplexity_table(survey: dict[str, dict[str, Any]]):
 
 
 def model_table(survey: dict[str, dict[str, Any]]):
+    """One column per model: architecture, size, source, and the measured last-state convention."""
     import pandas as pd
 
-    rows = []
-    for res in survey.values():
-        rows.append({**res["summary"], "load_s": round(res["load_seconds"], 2),
-                     "last hidden = final_norm(last block)": res["last_hidden"]["last_is_final_normed"]})
-    return pd.DataFrame(rows).set_index("name")
+    rows = [{**res["summary"],
+             "last hidden = final_norm(last block)": res["last_hidden"]["last_is_final_normed"]}
+            for res in survey.values()]
+    return pd.DataFrame(rows).set_index("name").T
 
 
 def norm_table(survey: dict[str, dict[str, Any]]):
     import pandas as pd
 
     return pd.DataFrame([{"model": m, **row} for m, res in survey.items() for row in res["norms"]])
+
+
+# Stated tolerances for "the model works" (see chapter 00). A pretrained ~100M-parameter LM lands
+# in the tens on encyclopedic text; a random one is about as bad as a uniform guess.
+PRETRAINED_WIKI_PPL = (10.0, 60.0)
+RANDOM_PPL_OVER_VOCAB = (0.8, 1.25)
+
+
+def sanity_table(survey: dict[str, dict[str, Any]]):
+    """One row per model: the rule that applies to it, the measured value, and pass/fail."""
+    import pandas as pd
+
+    rows = []
+    for model, res in survey.items():
+        vocab = res["summary"]["vocab"]
+        ppl = {c: r["ppl"] for c, r in res["perplexity"].items()}
+        if res["summary"]["source"].startswith("random init"):
+            lo, hi = RANDOM_PPL_OVER_VOCAB
+            worst = max(abs(v / vocab - 1) for v in ppl.values())
+            ok = all(lo <= v / vocab <= hi for v in ppl.values())
+            rule = f"random weights: perplexity / vocab in [{lo}, {hi}] on every corpus"
+            value = f"largest |ppl/vocab - 1| = {worst:.2f}"
+        else:
+            lo, hi = PRETRAINED_WIKI_PPL
+            wiki = ppl.get("wikipedia", float("nan"))
+            ok = lo <= wiki <= hi and max(ppl.values()) < 0.01 * vocab
+            rule = (f"pretrained: Wikipedia perplexity in [{lo:g}, {hi:g}] and every corpus "
+                    f"below 1 % of the vocabulary ({0.01 * vocab:.0f})")
+            value = f"Wikipedia {wiki:.2f}; worst corpus {max(ppl.values()):.2f}"
+        rows.append({"model": model, "rule": rule, "measured": value,
+                     "verdict": "pass" if ok else "FAIL"})
+    return pd.DataFrame(rows).set_index("model")

