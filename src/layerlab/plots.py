@@ -7,7 +7,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-WIDTH = 520
+WIDTH = 480
 HEIGHT = 300
 
 
@@ -50,7 +50,7 @@ def norm_lines(table: pd.DataFrame) -> alt.Chart:
     enc = dict(
         x=alt.X("depth:Q", title="layer / number of layers"),
         y=alt.Y("mean_norm:Q", scale=alt.Scale(type="log"), title="mean ‖h_l‖ (log scale)"),
-        color="model:N",
+        color=alt.Color("model:N", legend=alt.Legend(orient="bottom", columns=2)),
         tooltip=["model", "layer:Q", "state", alt.Tooltip("mean_norm:Q", format=".2f")],
     )
     lines = base.transform_filter(alt.datum.state == "residual stream").mark_line(point=True).encode(**enc)
