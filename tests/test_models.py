@@ -167,3 +167,14 @@ def test_conversion_is_atomic_and_reused(monkeypatch, tmp_path, tiny_models):
     assert opened == ["smollm2-135m-instruct-q4"] * 2  # the third call never opened the GGUF
     reloaded = models.load(str(target))
     assert reloaded.n_layers == lm.n_layers
+
+
+def test_bos_convention_follows_the_tokenizer():
+    from tokenizers import processors
+
+    tok = models.byte_tokenizer()
+    assert not models.tokenizer_adds_bos(tok)  # like GPT-NeoX, Qwen2.5, SmolLM2
+    bos = tok.bos_token_id
+    tok.backend_tokenizer.post_processor = processors.TemplateProcessing(
+        single="<|endoftext|> $A", special_tokens=[("<|endoftext|>", bos)])
+    assert models.tokenizer_adds_bos(tok)  # like OPT, Gemma, Llama-3

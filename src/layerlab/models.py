@@ -128,7 +128,7 @@ class LoadedModel:
     unembed: nn.Module
     embed: nn.Module
     source: str
-    add_bos: bool = False  # prepend BOS to every evaluation window (Gemma needs it)
+    add_bos: bool = False  # the tokenizer adds BOS by default, so evaluation windows start with it
     info: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -183,7 +183,6 @@ def wrap(name: str, model: nn.Module, tokenizer: Any, source: str) -> LoadedMode
             f"{name!r} has model_type {model_type!r} but its modules are not where layerlab expects "
             f"them ({spec}); the transformers version may have renamed them."
         )
-    add_bos = spec.family == "gemma3"
     return LoadedModel(
         name=name,
         model=model.eval(),
@@ -194,8 +193,18 @@ def wrap(name: str, model: nn.Module, tokenizer: Any, source: str) -> LoadedMode
         unembed=unembed,
         embed=embed,
         source=source,
-        add_bos=add_bos,
+        add_bos=tokenizer_adds_bos(tokenizer),
     )
+
+
+def tokenizer_adds_bos(tokenizer: Any) -> bool:
+    """Whether the tokenizer starts an encoded text with BOS by default (OPT, Gemma, Llama-3 do;
+    GPT-NeoX, Qwen2.5 and SmolLM2 do not). Evaluation windows follow the same convention."""
+    bos = getattr(tokenizer, "bos_token_id", None)
+    if bos is None:
+        return False
+    ids = tokenizer("a")["input_ids"]
+    return bool(ids) and ids[0] == bos
 
 
 # --- tiny random models ---------------------------------------------------------------------
