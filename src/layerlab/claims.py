@@ -1,0 +1,82 @@
+"""The claims register: each paper claim with the paper's number, ours, the tolerance, and the
+verdict the tolerance gives. Chapters register claims as they measure them; the verdict chapter
+reads them all back. Verdicts are computed by `judge`, never typed.
+
+Stored through the results cache (`results/<profile>/claims/<id>-<hash>.json`), with provenance.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from . import results
+
+REPRODUCED = "reproduced"
+PARTLY = "partly reproduced"
+NOT_REPRODUCED = "not reproduced"
+NOT_TESTABLE = "not testable here"
+VERDICTS = (REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_TESTABLE)
+
+
+@dataclass
+class Claim:
+    id: str  # e.g. "P1-C-alpha-l-paper-recipe"
+    paper: str  # "P1" or "P2"
+    chapter: str  # notebook stem
+    statement: str  # the claim in words
+    paper_value: str  # as the paper (or its code) reports it
+    ours: str  # our measurement, formatted
+    rule: str  # the tolerance, in words
+    verdict: str
+    setting: str  # model / data / profile it was measured on
+    numbers: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+        if self.paper not in ("P1", "P2"):
+            raise ValueError(f"paper must be 'P1' or 'P2', got {self.paper!r}")
+
+
+def judge(checks: dict[str, bool], *, partial_ok: bool = True) -> str:
+    """All checks pass → reproduced; some → partly (if allowed); none → not reproduced."""
+    if not checks:
+        raise ValueError("a verdict needs at least one check")
+    passed = sum(bool(v) for v in checks.values())
+    if passed == len(checks):
+        return REPRODUCED
+    if passed and partial_ok:
+        return PARTLY
+    return NOT_REPRODUCED
+
+
+def within(value: float, target: float, tol: float) -> bool:
+    return abs(value - target) <= tol
+
+
+def register(claim: Claim, profile: str, cache: results.Cache | None = None) -> Claim:
+    cache = cache or results.Cache(profile)
+    cache.put("claims", {"id": claim.id}, asdict(claim), item=claim.id)
+    return claim
+
+
+def collect(profile: str, cache: results.Cache | None = None):
+    """Every registered claim of a profile, as a DataFrame sorted by paper and id."""
+    import json
+
+    import pandas as pd
+
+    cache = cache or results.Cache(profile)
+    folder = cache.folder / "claims"
+    rows = [json.loads(p.read_text())["value"] for p in sorted(folder.glob("*.json"))]
+    columns = [f.name for f in Claim.__dataclass_fields__.values()]
+    return pd.DataFrame(rows, columns=columns).sort_values(["paper", "id"]).reset_index(drop=True)
+
+
+def table(claims: list[Claim]):
+    """The claims of one chapter as a display table."""
+    import pandas as pd
+
+    return pd.DataFrame([{"claim": c.statement, "paper reported": c.paper_value, "ours": c.ours,
+                          "tolerance": c.rule, "verdict": c.verdict} for c in claims])

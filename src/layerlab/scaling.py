@@ -1,0 +1,468 @@
+"""P1's decomposed scaling law fitted to Chinchilla's training runs (Fig. 2f, App. B):
+
+    L(m, ℓ, D) = c_m / m^α_m + c_ℓ / ℓ^α_ℓ + c_D / D^α_D + L0
+
+Two recipes solve the same objective, 100 × mean (ln L − ln L̂)² over the points kept after the
+outlier cut:
+
+- `paper`: the authors' procedure exactly (`liuyz0/DepthScaling`, `Scaling/fit-5.ipynb`): their
+  units (ℓ' = 100 ℓ, D' = D / 10^6), Adam for 50,000 full-batch steps from their fixed start with
+  their per-parameter learning rates, Jacobian standard errors from linear-space residuals.
+- `converged`: Levenberg–Marquardt run to convergence from several starts.
+
+All solvers are batched: B fits at once, each with its own weight per point (weights 0/1 select
+subsets, multinomial counts make bootstrap resamples), so a 1000-resample bootstrap, an outlier-
+cut scan or a set of held-out splits is one vectorised solve.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from . import paths
+
+PARAMS = ("ln_c_m", "ln_c_l", "ln_c_D", "alpha_m", "alpha_l", "alpha_D", "L0")
+DEPTH_UNIT = 100.0  # the paper fits ℓ' = 100 ℓ ...
+TOKEN_UNIT = 1e6  # ... and D' = D / 10^6 (m stays raw)
+PAPER_START = np.array([np.log(200.0), np.log(200.0), np.log(10.0), 1.0, 1.0, 0.33, 1.69])
+PAPER_LR = np.array([5e-3, 5e-3, 5e-3, 5e-4, 5e-4, 5e-4, 5e-3])
+PAPER_STEPS = 50_000
+PAPER_EXCLUDED = 40  # points at or above the 40th-largest loss are dropped: 203 of 245 remain
+ALL_FREE = np.ones(7, dtype=bool)
+NO_DEPTH_TERM = np.array([True, False, True, True, False, True, True])
+_OFF = -60.0  # ln c_ℓ for a switched-off depth term (exp(-60) ≈ 1e-26)
+
+
+# --- data -----------------------------------------------------------------------------------
+def load_chinchilla() -> pd.DataFrame:
+    """The 245 Chinchilla runs (Epoch AI's extraction, with P1's width/depth per run).
+
+    Columns: N (parameters), C (FLOP), loss, D = C / (6N) tokens, m (d_model), ell (layers).
+    """
+    raw = pd.read_csv(paths.data_dir() / "get_fitting_data_chinchilla.csv")
+    data = pd.DataFrame({
+        "N": raw["model_size"], "C": raw["FLOP"], "loss": raw["loss"],
+        "D": raw["num_tokens"], "m": raw["d_model"].astype(int), "ell": raw["n_layers"].astype(int),
+    })
+    if len(data) != 245 or not np.allclose(data["D"], data["C"] / (6 * data["N"]), rtol=1e-9):
+        raise ValueError("get_fitting_data_chinchilla.csv is not the expected 245-run file")
+    return data
+
+
+def outlier_mask(loss: np.ndarray, n_excluded: int = PAPER_EXCLUDED) -> np.ndarray:
+    """Keep points whose loss is strictly below the `n_excluded`-th largest loss (the paper's
+    rule; ties with it are dropped too). `n_excluded=0` keeps everything."""
+    loss = np.asarray(loss, dtype=float)
+    if n_excluded <= 0:
+        return np.ones(loss.shape, dtype=bool)
+    threshold = np.sort(loss)[::-1][n_excluded - 1]
+    return loss < threshold
+
+
+@dataclass(frozen=True)
+class Design:
+    """Log features in the paper's units and log loss, for one set of points."""
+
+    X: np.ndarray  # [n, 3]: ln m, ln ℓ', ln D'
+    y: np.ndarray  # [n]: ln loss
+    loss: np.ndarray  # [n]
+    depth_offset: int = 0
+
+    @property
+    def n(self) -> int:
+        return len(self.y)
+
+
+def design(data: pd.DataFrame, depth_offset: int = 0) -> Design:
+    """`depth_offset=2` is P1's ℓ−2 variant (first and last block not counted)."""
+    ell = data["ell"].to_numpy(float) - depth_offset
+    if (ell <= 0).any():
+        raise ValueError(f"depth_offset={depth_offset} leaves non-positive depths")
+    X = np.column_stack([np.log(data["m"].to_numpy(float)), np.log(DEPTH_UNIT * ell),
+                         np.log(data["D"].to_numpy(float) / TOKEN_UNIT)])
+    loss = data["loss"].to_numpy(float)
+    return Design(X=X, y=np.log(loss), loss=loss, depth_offset=depth_offset)
+
+
+# --- the model and its derivatives (batched over B parameter vectors) ------------------------
+def terms(theta: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """Width, depth and data terms, shape [B, n, 3]."""
+    theta = np.atleast_2d(theta)
+    log_c, alpha = theta[:, :3], theta[:, 3:6]
+    return np.exp(log_c[:, None, :] - alpha[:, None, :] * X[None, :, :])
+
+
+def predict(theta: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """L̂, shape [B, n]."""
+    theta = np.atleast_2d(theta)
+    return terms(theta, X).sum(-1) + theta[:, 6:7]
+
+
+def jacobian(theta: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """L̂ [B, n] and ∂L̂/∂θ [B, n, 7] (linear loss space)."""
+    t = terms(theta, X)
+    J = np.concatenate([t, -t * X[None], np.ones(t.shape[:2] + (1,), dtype=t.dtype)], axis=-1)
+    return t.sum(-1) + np.atleast_2d(theta)[:, 6:7], J
+
+
+def objective(theta: np.ndarray, d: Design, w: np.ndarray) -> np.ndarray:
+    """100 × weighted mean of (ln L − ln L̂)², shape [B]; NaN-safe (bad regions give inf)."""
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        rho = d.y[None] - np.log(predict(theta, d.X))
+        value = 100 * (w * rho**2).sum(-1) / w.sum(-1)
+    return np.where(np.isfinite(value), value, np.inf)
+
+
+def _log_residual_and_jacobian(theta, d: Design):
+    Lhat, J = jacobian(theta, d.X)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = d.y[None] - np.log(Lhat)
+    return rho, J / Lhat[..., None]  # ∂ ln L̂ / ∂θ
+
+
+# --- solvers --------------------------------------------------------------------------------
+def adam(d: Design, w: np.ndarray, theta0: np.ndarray, *, steps: int = PAPER_STEPS,
+         lr: np.ndarray = PAPER_LR, free: np.ndarray = ALL_FREE, betas=(0.9, 0.999),
+         eps: float = 1e-8, dtype=np.float32, record: tuple[int, ...] = ()) -> np.ndarray:
+    """Full-batch Adam on the objective with PyTorch's update rule, B fits at once.
+
+    float32 by default, as the authors' PyTorch run: in this flat valley the precision moves
+    α_ℓ in the third digit (float64 stops at 1.196 instead of 1.201), which the chapter shows.
+    With `record`, returns the parameters after each listed step instead, shape [len, B, 7].
+    """
+    X, y = d.X.astype(dtype), d.y.astype(dtype)
+    dd = Design(X=X, y=y, loss=d.loss.astype(dtype), depth_offset=d.depth_offset)
+    w = w.astype(dtype)
+    theta = np.array(np.broadcast_to(theta0, (w.shape[0], 7)), dtype=dtype)
+    lr, free = np.asarray(lr, dtype=dtype), np.asarray(free, dtype=dtype)
+    m = np.zeros_like(theta)
+    v = np.zeros_like(theta)
+    scale = dtype(200.0) / w.sum(-1, keepdims=True)  # d/dθ of 100 Σwρ²/Σw = −200 ΣwρJ/Σw
+    b1, b2 = dtype(betas[0]), dtype(betas[1])
+    snapshots = []
+    for step in range(1, steps + 1):
+        rho, J = _log_residual_and_jacobian(theta, dd)
+        grad = -scale * np.einsum("bn,bnk->bk", w * rho, J) * free
+        m = b1 * m + (1 - b1) * grad
+        v = b2 * v + (1 - b2) * grad**2
+        theta -= lr * (m / (1 - b1**step)) / (np.sqrt(v / (1 - b2**step)) + dtype(eps))
+        if step in record:
+            snapshots.append(theta.astype(float))
+    return np.stack(snapshots) if record else theta.astype(float)
+
+
+def levenberg_marquardt(d: Design, w: np.ndarray, theta0: np.ndarray, *,
+                        free: np.ndarray = ALL_FREE, max_iter: int = 500,
+                        rtol: float = 1e-9) -> tuple[np.ndarray, np.ndarray]:
+    """Weighted least squares in log space, to convergence, B fits at once.
+
+    Returns the parameters [B, 7] and a flag per fit: True where the Gauss–Newton step from the
+    final point would lower the objective by less than `rtol` of its value (a stationary point),
+    False where the fit stalled elsewhere or `max_iter` ran out.
+    """
+    B = w.shape[0]
+    theta = np.array(np.broadcast_to(theta0, (B, 7)), dtype=float)
+    obj = objective(theta, d, w)
+    lam = np.full(B, 1e-3)
+    active = np.isfinite(obj)
+    fixed = np.diag((~free).astype(float))  # keeps the system regular for fixed parameters
+    for _ in range(max_iter):
+        idx = np.flatnonzero(active)  # converged fits drop out: later iterations get cheaper
+        if idx.size == 0:
+            break
+        A, g = _normal_equations(theta[idx], d, w[idx], free)
+        diag = np.einsum("bii->bi", A)
+        delta = _solve(A + lam[idx, None, None] * (diag[:, :, None] * np.eye(7)) + fixed, g)
+        trial_obj = objective(theta[idx] + delta, d, w[idx])
+        better = trial_obj < obj[idx]
+        gain = np.where(better, (obj[idx] - trial_obj) / np.maximum(obj[idx], 1e-300), 0.0)
+        theta[idx[better]] += delta[better]
+        obj[idx[better]] = trial_obj[better]
+        lam[idx] = np.where(better, np.maximum(lam[idx] * 0.3, 1e-12),
+                            np.minimum(lam[idx] * 10, 1e16))
+        active[idx] = ~((better & (gain < 1e-14)) | (lam[idx] >= 1e16))
+    A, g = _normal_equations(theta, d, w, free)
+    predicted = np.einsum("bi,bi->b", g, _solve(A + fixed, g))  # GN decrease of Σ w ρ²
+    total = (obj / 100) * w.sum(-1)
+    converged = np.isfinite(obj) & (predicted <= rtol * np.maximum(total, 1e-300))
+    return theta, converged
+
+
+def _normal_equations(theta, d: Design, w, free):
+    rho, J = _log_residual_and_jacobian(theta, d)
+    J = J * free
+    JW = J * w[..., None]
+    return np.matmul(JW.transpose(0, 2, 1), J), np.einsum("bni,bn->bi", JW, rho)
+
+
+def _solve(A: np.ndarray, g: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        try:
+            return np.linalg.solve(A, g[..., None])[..., 0]
+        except np.linalg.LinAlgError:  # a degenerate resample; the pseudo-inverse still steps
+            return np.einsum("bij,bj->bi", np.linalg.pinv(A), g)
+
+
+def multi_start(n_starts: int, seed: int = 0) -> np.ndarray:
+    """The paper's start plus `n_starts − 1` random ones around it (exponents in [0.3, 2])."""
+    rng = np.random.default_rng(seed)
+    starts = np.tile(PAPER_START, (n_starts, 1))
+    starts[1:, :3] += rng.uniform(-3, 3, size=(n_starts - 1, 3))
+    starts[1:, 3:6] = rng.uniform(0.3, 2.0, size=(n_starts - 1, 3))
+    starts[1:, 6] = rng.uniform(1.0, 2.0, size=n_starts - 1)
+    return starts
+
+
+# --- results --------------------------------------------------------------------------------
+@dataclass
+class Fit:
+    """A fitted law. `params` hold α's and L0 plus c's in the paper's units (c_ℓ for ℓ' = 100ℓ,
+    c_D for D' = D/10^6); `raw` holds c_ℓ, c_D for ℓ in layers and D in tokens."""
+
+    recipe: str
+    params: dict[str, float]
+    se: dict[str, float]
+    n_points: int
+    objective: float
+    mae: float
+    rel_mae: float
+    depth_offset: int = 0
+    raw: dict[str, float] = field(default_factory=dict)
+    cov: list[list[float]] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def alpha_l(self) -> float:
+        return self.params["alpha_l"]
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Fit":
+        return cls(**d)
+
+
+def standard_errors(theta: np.ndarray, d: Design) -> tuple[np.ndarray, np.ndarray]:
+    """The paper's Jacobian SEs: r = L − L̂ (linear space), s² = Σ r² / (n − 7),
+    Cov = s² (JᵀJ)⁻¹ with J = ∂r/∂θ. Returns (SE [7], Cov [7, 7])."""
+    Lhat, J = jacobian(theta[None], d.X)
+    r = d.loss - Lhat[0]
+    s2 = (r**2).sum() / (d.n - 7)
+    cov = s2 * np.linalg.inv(J[0].T @ J[0])
+    return np.sqrt(np.diag(cov)), cov
+
+
+def summarise(theta: np.ndarray, d: Design, recipe: str, **extra: Any) -> Fit:
+    se, cov = standard_errors(theta, d)
+    Lhat = predict(theta, d.X)[0]
+    ln_c = dict(zip(("c_m", "c_l", "c_D"), theta[:3]))
+    params = {"c_m": float(np.exp(ln_c["c_m"])), "c_l": float(np.exp(ln_c["c_l"])),
+              "c_D": float(np.exp(ln_c["c_D"])), "alpha_m": float(theta[3]),
+              "alpha_l": float(theta[4]), "alpha_D": float(theta[5]), "L0": float(theta[6])}
+    ses = dict(zip(PARAMS, map(float, se)))
+    raw = {"c_m": params["c_m"], "c_l": params["c_l"] / DEPTH_UNIT ** params["alpha_l"],
+           "c_D": params["c_D"] * TOKEN_UNIT ** params["alpha_D"]}
+    return Fit(recipe=recipe, params=params,
+               se={"alpha_m": ses["alpha_m"], "alpha_l": ses["alpha_l"], "alpha_D": ses["alpha_D"],
+                   "L0": ses["L0"], "ln_c_m": ses["ln_c_m"], "ln_c_l": ses["ln_c_l"],
+                   "ln_c_D": ses["ln_c_D"]},
+               n_points=d.n, objective=float(objective(theta, d, np.ones((1, d.n)))[0]),
+               mae=float(np.abs(d.loss - Lhat).mean()),
+               rel_mae=float((np.abs(d.loss - Lhat) / d.loss).mean()),
+               depth_offset=d.depth_offset, raw=raw, cov=cov.tolist(),
+               extra={"theta": theta.tolist(), **extra})
+
+
+def kept(data: pd.DataFrame, n_excluded: int = PAPER_EXCLUDED) -> pd.DataFrame:
+    return data[outlier_mask(data["loss"].to_numpy(), n_excluded)].reset_index(drop=True)
+
+
+def fit(data: pd.DataFrame, recipe: str = "paper", *, n_excluded: int = PAPER_EXCLUDED,
+        depth_offset: int = 0, steps: int = PAPER_STEPS, n_starts: int = 16,
+        seed: int = 0, dtype=np.float32) -> Fit:
+    """Fit the law to the points kept after the outlier cut (see the module docstring)."""
+    points = kept(data, n_excluded)
+    if len(points) < 10:
+        raise ValueError(f"only {len(points)} points left after excluding {n_excluded}")
+    d = design(points, depth_offset)
+    w = np.ones((1, d.n))
+    if recipe == "paper":
+        theta = adam(d, w, PAPER_START, steps=steps, dtype=dtype)[0]
+        return summarise(theta, d, "paper", steps=steps, n_excluded=n_excluded,
+                         dtype=np.dtype(dtype).name)
+    if recipe == "converged":
+        starts = multi_start(n_starts, seed)
+        thetas, ok = levenberg_marquardt(d, np.ones((n_starts, d.n)), starts)
+        objs = objective(thetas, d, np.ones((n_starts, d.n)))
+        best = int(np.argmin(np.where(ok, objs, np.inf)))
+        same = ok & (objs <= objs[best] * (1 + 1e-8))
+        return summarise(thetas[best], d, "converged", n_excluded=n_excluded, n_starts=n_starts,
+                         starts_converged=int(ok.sum()), starts_at_best=int(same.sum()),
+                         alpha_l_at_best_starts=thetas[same, 4].tolist())
+    raise ValueError(f"unknown recipe {recipe!r}; use 'paper' or 'converged'")
+
+
+# --- uncertainty and robustness ---------------------------------------------------------------
+def bootstrap(data: pd.DataFrame, reference: Fit, *, n_resamples: int = 1000, seed: int = 0,
+              n_excluded: int = PAPER_EXCLUDED) -> pd.DataFrame:
+    """Resample the kept points with replacement (multinomial counts as weights) and refit each
+    resample to convergence, warm-started at `reference`. One row per resample."""
+    d = design(kept(data, n_excluded), reference.depth_offset)
+    rng = np.random.default_rng(seed)
+    w = rng.multinomial(d.n, np.full(d.n, 1 / d.n), size=n_resamples).astype(float)
+    thetas, ok = levenberg_marquardt(d, w, np.array(reference.extra["theta"]))
+    out = pd.DataFrame(thetas, columns=PARAMS)
+    out["converged"] = ok
+    return out
+
+
+def percentile_interval(values: np.ndarray, level: float = 0.95) -> tuple[float, float]:
+    lo, hi = np.percentile(values, [50 * (1 - level), 50 * (1 + level)])
+    return float(lo), float(hi)
+
+
+def cut_scan(data: pd.DataFrame, cuts=(1, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100), *,
+             steps: int = PAPER_STEPS, depth_offset: int = 0) -> pd.DataFrame:
+    """α_ℓ (and every parameter) for each outlier cut, by both recipes, each batch in one solve."""
+    d = design(data, depth_offset)
+    w = np.stack([outlier_mask(d.loss, c) for c in cuts]).astype(float)
+    paper = adam(d, w, PAPER_START, steps=steps)
+    conv, ok = levenberg_marquardt(d, w, paper)
+    rows = []
+    for i, cut in enumerate(cuts):
+        sub = Design(d.X[w[i] > 0], d.y[w[i] > 0], d.loss[w[i] > 0], depth_offset)
+        for recipe, theta in (("paper", paper[i]), ("converged", conv[i])):
+            se, _ = standard_errors(theta, sub)
+            rows.append({"cut": cut, "n_points": int(w[i].sum()), "recipe": recipe,
+                         **dict(zip(PARAMS, theta)), "alpha_l_se": float(se[4]),
+                         "converged": bool(ok[i]) if recipe == "converged" else None})
+    return pd.DataFrame(rows)
+
+
+def held_out(data: pd.DataFrame, *, n_splits: int = 10, test_fraction: float = 0.2,
+             seed: int = 0, n_excluded: int = PAPER_EXCLUDED) -> pd.DataFrame:
+    """Random train/test splits of the kept points; converged fits on train of the full law and
+    of the law without the depth term; test error of each. Does the depth term predict?"""
+    d = design(kept(data, n_excluded))
+    rng = np.random.default_rng(seed)
+    test = np.zeros((n_splits, d.n), dtype=bool)
+    for i in range(n_splits):
+        test[i, rng.choice(d.n, int(round(test_fraction * d.n)), replace=False)] = True
+    rows = []
+    for model, free in (("with depth term", ALL_FREE), ("without depth term", NO_DEPTH_TERM)):
+        start = PAPER_START.copy()
+        if not free[1]:
+            start[1] = _OFF
+        theta, _ = levenberg_marquardt(d, (~test).astype(float), start, free=free)
+        pred = predict(theta, d.X)
+        for i in range(n_splits):
+            for part, mask in (("train", ~test[i]), ("test", test[i])):
+                err = np.log(d.loss[mask]) - np.log(pred[i, mask])
+                rows.append({"split": i, "model": model, "part": part,
+                             "mse_log_loss": float((err**2).mean()),
+                             "rel_mae": float((np.abs(d.loss[mask] - pred[i, mask])
+                                               / d.loss[mask]).mean()),
+                             "alpha_l": float(theta[i, 4]) if free[1] else None})
+    return pd.DataFrame(rows)
+
+
+def identifiability(fit_: Fit, data: pd.DataFrame) -> dict[str, Any]:
+    """Linearised diagnostics at the fit (statsmodels): the parameter correlation matrix, the
+    variance inflation factor of each column of the Jacobian, and its condition number."""
+    from statsmodels.stats.outliers_influence import variance_inflation_factor
+
+    d = design(kept(data, fit_.extra.get("n_excluded", PAPER_EXCLUDED)), fit_.depth_offset)
+    _, J = jacobian(np.array(fit_.extra["theta"])[None], d.X)
+    J = J[0]
+    cov = np.array(fit_.cov)
+    sd = np.sqrt(np.diag(cov))
+    corr = cov / np.outer(sd, sd)
+    Js = (J - J.mean(0)) / J.std(0).clip(1e-300)  # centred and scaled: VIF of the slopes
+    Js[:, 6] = 1.0  # L0's column is constant: it plays the intercept
+    vif = {p: float(variance_inflation_factor(Js, i)) for i, p in enumerate(PARAMS) if i != 6}
+    return {"corr": pd.DataFrame(corr, index=PARAMS, columns=PARAMS), "vif": vif,
+            "condition_number": float(np.linalg.cond(J / np.linalg.norm(J, axis=0)))}
+
+
+# --- what the fit implies ---------------------------------------------------------------------
+def parts(fit_: Fit, data: pd.DataFrame) -> pd.DataFrame:
+    """Fig. 2f: for every point, its loss minus the other fitted terms and L0 ("depth part",
+    and likewise the width and data parts), beside the fitted term itself."""
+    d = design(data, fit_.depth_offset)
+    theta = np.array(fit_.extra["theta"])
+    t = terms(theta, d.X)[0]
+    resid = d.loss - t.sum(-1) - theta[6]
+    out = data[["m", "ell", "D", "loss"]].copy()
+    for i, name in enumerate(("width", "depth", "data")):
+        out[f"{name}_part"] = resid + t[:, i]
+        out[f"{name}_term"] = t[:, i]
+    return out
+
+
+def size_exponent(alpha_m: float, alpha_l: float) -> float:
+    """Exponent of N in the width+depth loss at the optimal shape, N = 12 m² ℓ fixed:
+    the optimum scales as N^(−α_m α_ℓ / (α_m + 2 α_ℓ)); N^(−1/3) when both exponents are 1."""
+    return -alpha_m * alpha_l / (alpha_m + 2 * alpha_l)
+
+
+def optimal_shape(fit_: Fit, N: np.ndarray) -> pd.DataFrame:
+    """Width and depth minimising c_m/m^α_m + c_ℓ/ℓ^α_ℓ at N = 12 m² ℓ non-embedding parameters
+    (closed form: α_m c_m m^−α_m = 2 α_ℓ c_ℓ ℓ^−α_ℓ at the optimum)."""
+    a, b = fit_.params["alpha_m"], fit_.params["alpha_l"]
+    c_m, c_l = fit_.raw["c_m"], fit_.raw["c_l"]
+    N = np.asarray(N, dtype=float)
+    m = (a * c_m / (2 * b * c_l) * (N / 12) ** b) ** (1 / (a + 2 * b))
+    ell = N / (12 * m**2)
+    return pd.DataFrame({"N": N, "m": m, "ell": ell, "aspect": m / ell,
+                         "width_term": c_m / m**a, "depth_term": c_l / ell**b})
+
+
+def chinchilla_shapes(data: pd.DataFrame) -> pd.DataFrame:
+    """The distinct (m, ℓ) configurations Chinchilla trained, with N = 12 m² ℓ and m/ℓ."""
+    shapes = data[["m", "ell"]].drop_duplicates().sort_values(["m", "ell"]).reset_index(drop=True)
+    shapes["N"] = 12.0 * shapes["m"] ** 2 * shapes["ell"]
+    shapes["aspect"] = shapes["m"] / shapes["ell"]
+    return shapes
+
+
+def adam_path(data: pd.DataFrame, checkpoints=(1_000, 5_000, 10_000, 20_000, 50_000, 100_000,
+                                               200_000)) -> pd.DataFrame:
+    """The paper recipe's parameters and objective after each number of Adam steps: how far
+    50,000 steps are from the optimum of the same objective."""
+    d = design(kept(data))
+    w = np.ones((1, d.n))
+    snaps = adam(d, w, PAPER_START, steps=max(checkpoints), record=tuple(checkpoints))[:, 0]
+    out = pd.DataFrame(snaps, columns=PARAMS)
+    out.insert(0, "steps", list(checkpoints))
+    out["objective"] = objective(snaps, d, np.ones((len(snaps), d.n)))
+    return out
+
+
+def profile_alpha_l(data: pd.DataFrame, grid=np.linspace(0.5, 2.5, 41), *,
+                    start: Fit | None = None, n_excluded: int = PAPER_EXCLUDED) -> pd.DataFrame:
+    """Profile of the objective over α_ℓ: at each fixed α_ℓ every other parameter is refitted to
+    convergence (one batched solve). The likelihood-ratio statistic n ln(RSS/RSS_min) of a
+    Gaussian model in log loss gives the profile interval (χ²₁: 3.84 for 95 %)."""
+    d = design(kept(data, n_excluded))
+    grid = np.asarray(grid, dtype=float)
+    theta0 = np.tile(np.array(start.extra["theta"]) if start else PAPER_START, (len(grid), 1))
+    theta0[:, 4] = grid
+    free = ALL_FREE.copy()
+    free[4] = False
+    theta, ok = levenberg_marquardt(d, np.ones((len(grid), d.n)), theta0, free=free)
+    obj = objective(theta, d, np.ones((len(grid), d.n)))
+    out = pd.DataFrame({"alpha_l": grid, "objective": obj, "converged": ok,
+                        "ln_c_l": theta[:, 1], "alpha_m": theta[:, 3]})
+    out["lr_stat"] = d.n * np.log(out["objective"] / out["objective"].min())
+    return out
+
+
+def profile_interval(profile: pd.DataFrame, threshold: float = 3.84) -> tuple[float, float]:
+    """The α_ℓ range where the profile's likelihood-ratio statistic stays below `threshold`."""
+    inside = profile.loc[profile["lr_stat"] <= threshold, "alpha_l"]
+    return float(inside.min()), float(inside.max())
