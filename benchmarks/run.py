@@ -1,11 +1,14 @@
 """Benchmarks: measured side by side in one run, reported as ratios (never asserted in tests).
 
-models: load time of the offline model from its GGUF vs from the converted cache, and tokens/s
-of a plain forward pass (the reference later chapters compare their analyses with).
+models:  load time of the offline model from its GGUF vs from the converted cache, and tokens/s
+         of a plain forward pass (the reference later chapters compare their analyses with).
+scaling: the Chinchilla fit (chapter 01): the paper recipe (50k Adam steps), the converged
+         multi-start fit, and a 1000-resample bootstrap solved as one batched problem vs the
+         same solver run resample by resample (and scipy's least_squares as a reference).
 
-    python benchmarks/run.py [--threads N] [--repeats R]
+    python benchmarks/run.py [models|scaling ...] [--threads N] [--repeats R]
 
-Writes benchmarks/out/models.json and prints a table.
+Writes benchmarks/out/<suite>.json and prints a table.
 """
 
 from __future__ import annotations
@@ -75,15 +78,75 @@ def bench_forward(repeats: int) -> dict:
     return out
 
 
+def bench_scaling(n_resamples: int = 1000, n_looped: int = 100) -> dict:
+    import numpy as np
+    from scipy.optimize import least_squares
+
+    from layerlab import scaling
+
+    data = scaling.load_chinchilla()
+    start = time.perf_counter()
+    paper = scaling.fit(data, "paper")
+    t_paper = time.perf_counter() - start
+    start = time.perf_counter()
+    conv = scaling.fit(data, "converged")
+    t_conv = time.perf_counter() - start
+    start = time.perf_counter()
+    boot = scaling.bootstrap(data, conv, n_resamples=n_resamples, seed=0)
+    t_boot = time.perf_counter() - start
+
+    # the same resamples, one at a time: our solver with B = 1, and scipy's LM
+    d = scaling.design(scaling.kept(data))
+    rng = np.random.default_rng(0)
+    w = rng.multinomial(d.n, np.full(d.n, 1 / d.n), size=n_resamples).astype(float)[:n_looped]
+    theta0 = np.array(conv.extra["theta"])
+    start = time.perf_counter()
+    looped = [scaling.levenberg_marquardt(d, wi[None], theta0)[0][0] for wi in w]
+    t_loop = (time.perf_counter() - start) / n_looped
+    start = time.perf_counter()
+    sp = []
+    for wi in w:
+        sw = np.sqrt(wi)
+        sp.append(least_squares(lambda th: sw * (d.y - np.log(scaling.predict(th, d.X)[0])), theta0,
+                                method="lm").x)
+    t_scipy = (time.perf_counter() - start) / n_looped
+    agree = float(np.abs(np.array(sp)[:, 4] - boot["alpha_l"].to_numpy()[:n_looped]).max())
+    return {"paper_recipe_s": t_paper, "alpha_l_paper": paper.alpha_l,
+            "converged_fit_s": t_conv, "alpha_l_converged": conv.alpha_l,
+            "bootstrap_batched_s": t_boot, "n_resamples": n_resamples,
+            "bootstrap_looped_estimate_s": t_loop * n_resamples,
+            "bootstrap_scipy_estimate_s": t_scipy * n_resamples,
+            "ratio_looped_over_batched": t_loop * n_resamples / t_boot,
+            "ratio_scipy_over_batched": t_scipy * n_resamples / t_boot,
+            "max_abs_alpha_l_difference_scipy_vs_batched": agree,
+            "max_abs_alpha_l_difference_looped_vs_batched": float(np.abs(
+                np.array(looped)[:, 4] - boot["alpha_l"].to_numpy()[:n_looped]).max())}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
+    parser.add_argument("suites", nargs="*", default=["models", "scaling"])
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    result = {"load": bench_load(args.repeats), "forward": bench_forward(args.repeats),
-              "provenance": provenance.collect("cpu", threads=args.threads, model=NAME)}
     OUT.mkdir(exist_ok=True)
+    prov = provenance.collect("cpu", threads=args.threads)
+    if "scaling" in args.suites:
+        res = bench_scaling() | {"provenance": prov}
+        (OUT / "scaling.json").write_text(json.dumps(res, indent=1))
+        print(f"paper recipe (50k Adam)   {res['paper_recipe_s']:7.2f} s  α_ℓ {res['alpha_l_paper']:.4f}")
+        print(f"converged fit (16 starts) {res['converged_fit_s']:7.2f} s  α_ℓ {res['alpha_l_converged']:.4f}")
+        print(f"bootstrap x{res['n_resamples']} batched   {res['bootstrap_batched_s']:7.2f} s")
+        print(f"  one at a time (est.)    {res['bootstrap_looped_estimate_s']:7.2f} s  ratio "
+              f"{res['ratio_looped_over_batched']:.1f}x")
+        print(f"  scipy least_squares     {res['bootstrap_scipy_estimate_s']:7.2f} s  ratio "
+              f"{res['ratio_scipy_over_batched']:.1f}x (max |Δα_ℓ| "
+              f"{res['max_abs_alpha_l_difference_scipy_vs_batched']:.1e})")
+    if "models" not in args.suites:
+        return 0
+    result = {"load": bench_load(args.repeats), "forward": bench_forward(args.repeats),
+              "provenance": prov | {"model": NAME}}
     (OUT / "models.json").write_text(json.dumps(result, indent=1))
     load, fwd = result["load"], result["forward"]
     print(f"load from GGUF     {load['gguf_load_s']:7.2f} s")

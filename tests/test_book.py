@@ -155,14 +155,14 @@ def test_page_renders_in_headless_chromium(built_site, browser, doc):
     notebook = ROOT / f"{doc}.ipynb"
     charts = _altair_outputs(notebook) if notebook.is_file() else 0
     if charts:
-        page.wait_for_function(f"document.querySelectorAll('.vega-embed svg, .vega-embed canvas').length >= {charts}",
+        page.wait_for_function(f"document.querySelectorAll('.vega-embed svg.marks, .vega-embed canvas.marks').length >= {charts}",
                                timeout=30_000)
     page.wait_for_timeout(500)
     body = page.inner_text("body")
     assert "Error loading script" not in body
     assert "Traceback" not in body
-    rendered = page.locator(".vega-embed svg, .vega-embed canvas").count()
-    assert rendered >= charts, f"{doc}: {rendered} of {charts} charts rendered"
+    rendered = page.locator(".vega-embed svg.marks, .vega-embed canvas.marks").count()
+    assert rendered == charts, f"{doc}: {rendered} charts rendered, {charts} expected"
     assert not [e for e in errors if not any(a in e for a in ALLOWED_PAGE_ERRORS)], errors
     assert not refused, f"{doc} asked for resources that are not served: {refused}"
     page.close()

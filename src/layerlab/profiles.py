@@ -34,6 +34,13 @@ class Profile:
         }
 
 
+# The Chinchilla fit is exact and cheap (seconds), so cpu and gpu run it at full size.
+FULL_DEPTH_SCALING = {
+    "adam_steps": 50_000, "bootstrap": 4000, "cuts": (1, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100),
+    "adam_path": (1_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000),
+    "profile_grid": (0.8, 2.4, 33), "held_out_splits": 10,
+}
+
 PROFILES: dict[str, Profile] = {
     "smoke": Profile(
         name="smoke",
@@ -43,6 +50,9 @@ PROFILES: dict[str, Profile] = {
         eval_tokens=256,
         seq_len=64,
         batch_size=4,
+        extra={"depth_scaling": {"adam_steps": 500, "bootstrap": 50, "cuts": (20, 40, 60),
+                                 "adam_path": (100, 500), "profile_grid": (0.8, 2.4, 9),
+                                 "held_out_splits": 3}},
     ),
     "cpu": Profile(
         name="cpu",
@@ -55,6 +65,7 @@ PROFILES: dict[str, Profile] = {
         eval_tokens=8 * 512,
         seq_len=512,
         batch_size=2,
+        extra={"depth_scaling": FULL_DEPTH_SCALING},
     ),
     "gpu": Profile(
         name="gpu",
@@ -73,6 +84,7 @@ PROFILES: dict[str, Profile] = {
         eval_tokens=64 * 1024,
         seq_len=1024,
         batch_size=8,
+        extra={"depth_scaling": FULL_DEPTH_SCALING},
     ),
 }
 
@@ -100,11 +112,15 @@ def active() -> Profile:
 
 
 def setup(name: str | None = None, *, seed: int = 0) -> Profile:
-    """Start of every chapter: pick the profile, seed every RNG, honour `$LAYERLAB_THREADS`."""
+    """Start of every chapter: pick the profile, seed every RNG, honour `$LAYERLAB_THREADS`,
+    and let tables show whole sentences (claims, rules) instead of truncating them."""
     import random
 
     import numpy as np
+    import pandas as pd
     import torch
+
+    pd.set_option("display.max_colwidth", 300)
 
     threads = os.environ.get("LAYERLAB_THREADS")
     if threads:

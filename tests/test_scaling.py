@@ -1,0 +1,186 @@
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from layerlab import claims, scaling
+
+
+@pytest.fixture(scope="module")
+def data():
+    return scaling.load_chinchilla()
+
+
+def synthetic(theta_raw: dict, *, noise: float = 0.0, seed: int = 0) -> pd.DataFrame:
+    """Runs on a grid of widths, depths and token counts whose losses follow a known law."""
+    rng = np.random.default_rng(seed)
+    m = np.array([256, 512, 1024, 2048, 4096])
+    ell = np.array([4, 8, 16, 32, 64])
+    D = np.array([1e8, 1e9, 1e10, 1e11])
+    M, Lyr, T = (a.ravel() for a in np.meshgrid(m, ell, D, indexing="ij"))
+    loss = (theta_raw["c_m"] / M ** theta_raw["alpha_m"] + theta_raw["c_l"] / Lyr ** theta_raw["alpha_l"]
+            + theta_raw["c_D"] / T ** theta_raw["alpha_D"] + theta_raw["L0"])
+    loss = loss * np.exp(noise * rng.standard_normal(loss.shape))
+    N = 12.0 * M**2 * Lyr
+    return pd.DataFrame({"N": N, "C": 6 * N * T, "loss": loss, "D": T, "m": M, "ell": Lyr})
+
+
+TRUE = {"c_m": 300.0, "alpha_m": 1.0, "c_l": 4.0, "alpha_l": 1.0, "c_D": 500.0, "alpha_D": 0.3,
+        "L0": 1.7}
+
+
+def test_load_chinchilla_has_the_papers_245_runs(data):
+    assert len(data) == 245
+    assert data[["m", "ell"]].drop_duplicates().shape[0] == 43
+    np.testing.assert_allclose(data["D"], data["C"] / (6 * data["N"]), rtol=1e-12)
+
+
+def test_outlier_cut_keeps_203_points(data):
+    assert scaling.outlier_mask(data["loss"]).sum() == 203
+    assert scaling.outlier_mask(data["loss"], 0).all()
+    loss = np.array([5.0, 4.0, 4.0, 3.0, 2.0])
+    assert scaling.outlier_mask(loss, 2).tolist() == [False, False, False, True, True]  # ties dropped
+
+
+def test_jacobian_matches_finite_differences():
+    d = scaling.design(synthetic(TRUE))
+    theta = scaling.PAPER_START + 0.1
+    _, J = scaling.jacobian(theta[None], d.X)
+    eps = 1e-6
+    for k in range(7):
+        step = np.zeros(7)
+        step[k] = eps
+        fd = (scaling.predict(theta + step, d.X) - scaling.predict(theta - step, d.X)) / (2 * eps)
+        np.testing.assert_allclose(J[0, :, k], fd[0], rtol=1e-5, atol=1e-8)
+
+
+@pytest.mark.parametrize("alpha_l", [0.7, 1.0, 2.0])
+def test_converged_fit_recovers_known_exponents(alpha_l):
+    truth = TRUE | {"alpha_l": alpha_l}
+    f = scaling.fit(synthetic(truth, noise=0.002), "converged", n_excluded=0)
+    assert f.params["alpha_l"] == pytest.approx(alpha_l, abs=0.1)
+    assert f.params["alpha_m"] == pytest.approx(1.0, abs=0.1)
+    assert f.params["alpha_D"] == pytest.approx(0.3, abs=0.03)
+    assert f.params["L0"] == pytest.approx(1.7, abs=0.05)
+    assert f.raw["c_l"] == pytest.approx(truth["c_l"], rel=0.3)  # raw units: ℓ in layers
+
+
+def test_noise_free_fit_is_exact():
+    f = scaling.fit(synthetic(TRUE), "converged", n_excluded=0)
+    assert f.params["alpha_l"] == pytest.approx(1.0, abs=1e-5)
+    assert f.mae < 1e-8
+
+
+def test_paper_recipe_reproduces_the_authors_numbers(data):
+    f = scaling.fit(data, "paper")  # float32 Adam, 50k steps, as the authors ran it
+    R = scaling.PAPER_REPORTED
+    assert f.n_points == 203
+    assert f.params["alpha_l"] == pytest.approx(R["alpha_l"], abs=0.01)
+    assert f.se["alpha_l"] == pytest.approx(R["alpha_l_se"], abs=0.01)
+    for key in ("alpha_m", "alpha_D", "L0"):
+        assert f.params[key] == pytest.approx(R[key], abs=0.01)
+    for key in ("c_m", "c_l", "c_D"):
+        assert f.params[key] == pytest.approx(R[key], rel=0.05)
+    assert f.rel_mae == pytest.approx(R["rel_mae"], abs=0.0005)
+
+
+def test_converged_fit_beats_the_paper_recipe(data):
+    paper = scaling.fit(data, "paper", steps=5000)
+    conv = scaling.fit(data, "converged")
+    assert conv.objective < paper.objective
+    assert conv.extra["starts_at_best"] >= 2  # several starts agree on the optimum
+    assert 1.2 < conv.alpha_l < 1.45  # the spec's independent check found 1.325
+
+
+def test_adam_in_float32_is_the_default_and_differs_from_float64(data):
+    d = scaling.design(scaling.kept(data))
+    w = np.ones((1, d.n))
+    a32 = scaling.adam(d, w, scaling.PAPER_START, steps=300)
+    a64 = scaling.adam(d, w, scaling.PAPER_START, steps=300, dtype=np.float64)
+    assert a32.dtype == np.float64  # returned as float64 either way
+    assert not np.array_equal(a32, a64)
+    np.testing.assert_allclose(a32, a64, atol=1e-3)
+
+
+def test_batched_solves_equal_separate_solves(data):
+    d = scaling.design(data)
+    w = np.stack([scaling.outlier_mask(d.loss, c) for c in (20, 40)]).astype(float)
+    batched, ok = scaling.levenberg_marquardt(d, w, scaling.PAPER_START)
+    assert ok.all()
+    for i, cut in enumerate((20, 40)):
+        single = scaling.fit(data, "converged", n_excluded=cut)
+        assert batched[i, 4] == pytest.approx(single.alpha_l, abs=1e-3)
+
+
+def test_bootstrap_is_seeded_and_centred(data):
+    conv = scaling.fit(data, "converged")
+    a = scaling.bootstrap(data, conv, n_resamples=40, seed=1)
+    b = scaling.bootstrap(data, conv, n_resamples=40, seed=1)
+    pd.testing.assert_frame_equal(a, b)
+    assert a["converged"].mean() > 0.9
+    assert abs(a["alpha_l"].median() - conv.alpha_l) < 0.25
+
+
+def test_profile_is_minimal_at_the_converged_alpha(data):
+    conv = scaling.fit(data, "converged")
+    prof = scaling.profile_alpha_l(data, np.linspace(0.9, 1.9, 21), start=conv)
+    best = prof.loc[prof["objective"].idxmin(), "alpha_l"]
+    assert abs(best - conv.alpha_l) <= 0.05
+    lo, hi = scaling.profile_interval(prof)
+    assert lo < conv.alpha_l < hi
+
+
+def test_held_out_compares_with_and_without_depth_term(data):
+    table = scaling.held_out(data, n_splits=2)
+    summary = scaling.held_out_summary(table)
+    assert set(summary.index) == {"with depth term", "without depth term"}
+    assert table[table["model"] == "without depth term"]["alpha_l"].isna().all()
+
+
+def test_size_exponent_is_minus_a_third_for_unit_exponents():
+    assert scaling.size_exponent(1.0, 1.0) == pytest.approx(-1 / 3)
+
+
+def test_optimal_shape_balances_the_terms():
+    f = scaling.fit(synthetic(TRUE), "converged", n_excluded=0)
+    shape = scaling.optimal_shape(f, [1e9, 1e11])
+    np.testing.assert_allclose(12 * shape["m"] ** 2 * shape["ell"], shape["N"], rtol=1e-9)
+    a, b = f.params["alpha_m"], f.params["alpha_l"]
+    np.testing.assert_allclose(a * shape["width_term"], 2 * b * shape["depth_term"], rtol=1e-6)
+
+
+def test_parts_add_back_to_the_loss(data):
+    conv = scaling.fit(data, "converged")
+    parts = scaling.parts(conv, scaling.kept(data))
+    theta = np.array(conv.extra["theta"])
+    rebuilt = parts["depth_part"] + parts["width_term"] + parts["data_term"] + theta[6]
+    np.testing.assert_allclose(rebuilt, parts["loss"], rtol=1e-12)
+
+
+def test_assess_gives_a_verdict_for_every_claim(data):
+    paper = scaling.fit(data, "paper")
+    conv = scaling.fit(data, "converged")
+    boot = scaling.bootstrap(data, conv, n_resamples=50)
+    scan = scaling.cut_scan(data, cuts=(20, 40, 60), steps=2000)
+    m2 = scaling.fit(data, "paper", depth_offset=2)
+    found = scaling.assess(paper, conv, boot, scan, m2, "test")
+    by_id = {c.id: c for c in found}
+    assert by_id["P1-C1-outlier-cut"].verdict == claims.REPRODUCED
+    assert by_id["P1-C2-alpha-l-paper-recipe"].verdict == claims.REPRODUCED
+    assert by_id["P1-C6-minus-two-variant"].verdict == claims.REPRODUCED
+    assert all(c.verdict in claims.VERDICTS for c in found)
+
+
+def test_claims_register_and_collect(tmp_path):
+    from layerlab import results
+
+    cache = results.Cache("smoke", root=tmp_path)
+    c = claims.Claim("P1-X", "P1", "ch", "s", "1", "1.0", "±0", claims.judge({"a": True}), "t")
+    claims.register(c, "smoke", cache)
+    table = claims.collect("smoke", cache)
+    assert table.loc[0, "id"] == "P1-X" and table.loc[0, "verdict"] == claims.REPRODUCED
+    assert claims.judge({"a": True, "b": False}) == claims.PARTLY
+    assert claims.judge({"a": False}) == claims.NOT_REPRODUCED
+    with pytest.raises(ValueError):
+        claims.Claim("x", "P3", "ch", "s", "1", "1", "r", claims.REPRODUCED, "t")
