@@ -184,3 +184,11 @@ def test_claims_register_and_collect(tmp_path):
     assert claims.judge({"a": False}) == claims.NOT_REPRODUCED
     with pytest.raises(ValueError):
         claims.Claim("x", "P3", "ch", "s", "1", "1", "r", claims.REPRODUCED, "t")
+
+
+def test_scipy_reaches_the_same_optimum(data):
+    conv = scaling.fit(data, "converged")
+    check = scaling.fit_scipy(data, conv)
+    assert check.extra["scipy_status"] > 0
+    assert check.alpha_l == pytest.approx(conv.alpha_l, abs=1e-4)
+    assert check.objective == pytest.approx(conv.objective, rel=1e-7)
