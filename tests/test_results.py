@@ -92,3 +92,13 @@ def test_item_names_with_slashes_are_safe(cache):
     assert out == {"EleutherAI/pythia-410m": 1}
     files = list((cache.folder / "m").iterdir())
     assert len(files) == 1 and "/" not in files[0].name and files[0].name.startswith("EleutherAI")
+
+
+def test_arrays_round_trip_beside_the_record(cache):
+    arrays = {"x": np.arange(6, dtype=np.float32).reshape(2, 3), "ids": np.array([3, 1])}
+    assert cache.get_arrays("exp", {"a": 1}, "m") is None
+    cache.put_arrays("exp", {"a": 1}, arrays, item="m")
+    back = cache.get_arrays("exp", {"a": 1}, "m")
+    assert back["x"].dtype == np.float32
+    np.testing.assert_array_equal(back["x"], arrays["x"])
+    np.testing.assert_array_equal(back["ids"], arrays["ids"])

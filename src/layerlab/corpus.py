@@ -151,11 +151,13 @@ def token_blocks(
     split: str = "test",
     offset: float = 0.0,
     add_bos: bool = False,
+    allow_fewer: bool = False,
 ) -> torch.Tensor:
     """`n_tokens // seq_len` consecutive windows of `seq_len` tokens, shape [blocks, seq_len].
 
     `offset` (a fraction of the split) starts the text further in; `add_bos` makes the first
-    token of every window the tokenizer's BOS (Gemma needs it), the rest text.
+    token of every window the tokenizer's BOS (Gemma needs it), the rest text. With
+    `allow_fewer`, a text too short for `n_tokens` gives all the whole windows it has.
     """
     if seq_len < 2:
         raise CorpusError("seq_len must be at least 2 (one input, one target)")
@@ -172,6 +174,9 @@ def token_blocks(
         ids.extend(line_ids)
         if len(ids) >= needed:
             break
+    if allow_fewer and len(ids) >= per_block:
+        n_blocks = len(ids) // per_block
+        needed = n_blocks * per_block
     if len(ids) < needed:
         raise CorpusError(
             f"source {source!r} (split {split!r}, offset {offset}) has only {len(ids)} tokens; "

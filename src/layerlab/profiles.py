@@ -52,7 +52,12 @@ PROFILES: dict[str, Profile] = {
         batch_size=4,
         extra={"depth_scaling": {"adam_steps": 500, "bootstrap": 50, "cuts": (20, 40, 60),
                                  "adam_path": (100, 500), "profile_grid": (0.8, 2.4, 9),
-                                 "held_out_splits": 3}},
+                                 "held_out_splits": 3},
+               "family": {"depths": (1, 2, 3), "width": 32, "seq_len": 32, "batch_size": 4,
+                          "steps": 20, "eval_every": 10, "eval_blocks": 4,
+                          "checkpoint_every": 10, "warmup": 5},
+               "geometry": {"tokens": 4 * 64, "seq_len": 64, "batch_size": 2, "profiles": 200,
+                            "family_tokens": 4 * 32}},
     ),
     "cpu": Profile(
         name="cpu",
@@ -65,7 +70,12 @@ PROFILES: dict[str, Profile] = {
         eval_tokens=8 * 512,
         seq_len=512,
         batch_size=2,
-        extra={"depth_scaling": FULL_DEPTH_SCALING},
+        extra={"depth_scaling": FULL_DEPTH_SCALING,
+               # 1200 steps x 16 x 128 bytes = 2.5M tokens each, ~1.1 passes over the train split
+               "family": {"depths": (2, 4, 8, 16, 32), "width": 64, "seq_len": 128,
+                          "batch_size": 16, "steps": 1200, "eval_every": 100},
+               "geometry": {"tokens": 32 * 512, "seq_len": 512, "batch_size": 2, "profiles": 8000,
+                            "family_tokens": 64 * 128}},
     ),
     "gpu": Profile(
         name="gpu",
@@ -84,7 +94,21 @@ PROFILES: dict[str, Profile] = {
         eval_tokens=64 * 1024,
         seq_len=1024,
         batch_size=8,
-        extra={"depth_scaling": FULL_DEPTH_SCALING},
+        extra={"depth_scaling": FULL_DEPTH_SCALING,
+               "family": {"depths": (2, 4, 8, 16, 32, 64), "width": 256, "heads": 8,
+                          "seq_len": 256, "batch_size": 32, "steps": 3000, "lr": 1e-3,
+                          "warmup": 100, "eval_every": 250, "checkpoint_every": 250},
+               # P1's setting: 4,800 FineWeb documents x 1,024 tokens, bf16 weights, float32
+               # geometry; device_map="auto" runs models larger than the GPU layer by layer
+               "geometry": {"documents": 4800, "seq_len": 1024, "batch_size": 8, "profiles": 20000,
+                            "family_tokens": 256 * 256, "dtype": "bfloat16", "device_map": "auto",
+                            "models": ("EleutherAI/pythia-70m", "EleutherAI/pythia-160m",
+                                       "EleutherAI/pythia-410m", "EleutherAI/pythia-1b",
+                                       "EleutherAI/pythia-1.4b", "EleutherAI/pythia-2.8b",
+                                       "EleutherAI/pythia-6.9b", "EleutherAI/pythia-12b",
+                                       "Qwen/Qwen2.5-0.5B", "Qwen/Qwen2.5-1.5B",
+                                       "facebook/opt-125m", "facebook/opt-1.3b",
+                                       "HuggingFaceTB/SmolLM2-135M")}},
     ),
 }
 

@@ -137,6 +137,40 @@ class Cache:
             )
         return out
 
+    def arrays_path(self, experiment: str, config: Mapping[str, Any], item: str | None = None) -> Path:
+        return self.path(experiment, config, item).with_suffix(".npz")
+
+    def put_arrays(self, experiment: str, config: Mapping[str, Any], arrays: Mapping[str, Any],
+                   item: str | None = None) -> None:
+        """Store numeric arrays beside a record (compressed .npz, written atomically)."""
+        import io
+
+        import numpy as np
+
+        buffer = io.BytesIO()
+        np.savez_compressed(buffer, **{k: np.asarray(v) for k, v in arrays.items()})
+        path = self.arrays_path(experiment, config, item)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(buffer.getvalue())
+            os.chmod(tmp, 0o666 & ~_umask())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def get_arrays(self, experiment: str, config: Mapping[str, Any],
+                   item: str | None = None) -> dict[str, Any] | None:
+        import numpy as np
+
+        path = self.arrays_path(experiment, config, item)
+        if not path.is_file():
+            return None
+        with np.load(path, allow_pickle=False) as npz:
+            return {k: npz[k] for k in npz.files}
+
     def provenance_of(self, experiment: str, config: Mapping[str, Any],
                       item: str | None = None) -> dict[str, Any] | None:
         path = self.path(experiment, config, item)

@@ -1,0 +1,192 @@
+"""A depth family trained here: GPT-NeoX-style byte-level LMs of one width and several depths,
+trained on the same tokens of vendored Wikipedia text. It stands in for the Pythia suite offline
+and gives a measured loss-vs-depth curve.
+
+Every member sees the same batches in the same order (the same token budget), starts from a
+seeded initialisation, and checkpoints atomically every `checkpoint_every` steps: an interrupted
+run resumes from its last checkpoint and ends with the same weights as an uninterrupted one.
+Weights live in the cache folder (`~/.cache/layerlab/family/<config hash>/`, never committed);
+the loss curves and final losses go to the results cache. Nothing is downloaded: a missing member
+is retrained.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from . import corpus, models, paths, results
+
+
+@dataclass(frozen=True)
+class FamilyConfig:
+    depths: tuple[int, ...] = (2, 4, 8, 16, 32)
+    width: int = 64
+    heads: int = 4
+    seq_len: int = 128
+    batch_size: int = 16
+    steps: int = 600
+    lr: float = 3e-3
+    warmup: int = 30
+    weight_decay: float = 0.1
+    eval_every: int = 100
+    eval_blocks: int = 32
+    checkpoint_every: int = 100
+    corpus: str = "wikipedia"
+    seed: int = 0
+
+    @property
+    def tokens_per_model(self) -> int:
+        return self.steps * self.batch_size * self.seq_len
+
+    def key(self) -> dict[str, Any]:
+        return {k: v for k, v in dataclasses.asdict(self).items() if k != "depths"}
+
+
+def config_for(profile) -> FamilyConfig:
+    """The family of a profile (`profile.extra["family"]`)."""
+    return FamilyConfig(**profile.extra["family"])
+
+
+def folder(cfg: FamilyConfig) -> Path:
+    return paths.cache_dir() / "family" / results.config_hash(cfg.key())
+
+
+def build(depth: int, cfg: FamilyConfig) -> models.LoadedModel:
+    """A freshly initialised member (seeded: the same depth always starts from the same weights)."""
+    from transformers import AutoModelForCausalLM, GPTNeoXConfig
+
+    tok = models.byte_tokenizer()
+    config = GPTNeoXConfig(vocab_size=len(tok), hidden_size=cfg.width, num_hidden_layers=depth,
+                           num_attention_heads=cfg.heads, intermediate_size=4 * cfg.width,
+                           max_position_embeddings=cfg.seq_len, tie_word_embeddings=False)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(cfg.seed + depth)
+        model = AutoModelForCausalLM.from_config(config)
+    return models.wrap(f"family-d{depth}", model, tok, source=f"trained here ({cfg.width} wide)")
+
+
+def _train_blocks(cfg: FamilyConfig, tok) -> torch.Tensor:
+    blocks = corpus.token_blocks(tok, cfg.corpus, n_tokens=10**9, seq_len=cfg.seq_len,
+                                 split="train", allow_fewer=True)
+    need = cfg.steps * cfg.batch_size
+    gen = torch.Generator().manual_seed(cfg.seed)
+    order = torch.cat([torch.randperm(len(blocks), generator=gen)
+                       for _ in range(math.ceil(need / len(blocks)))])[:need]
+    return blocks[order].view(cfg.steps, cfg.batch_size, cfg.seq_len)
+
+
+def _eval_blocks(cfg: FamilyConfig, tok) -> torch.Tensor:
+    return corpus.token_blocks(tok, cfg.corpus, n_tokens=cfg.eval_blocks * cfg.seq_len,
+                               seq_len=cfg.seq_len, split="validation")
+
+
+@torch.no_grad()
+def eval_loss(lm: models.LoadedModel, blocks: torch.Tensor, batch_size: int = 16) -> float:
+    """Mean next-token loss in nats per byte."""
+    lm.model.eval()
+    total, count = 0.0, 0
+    for i in range(0, len(blocks), batch_size):
+        ids = blocks[i : i + batch_size]
+        logits = lm.model(input_ids=ids, use_cache=False).logits
+        total += float(F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten(),
+                                       reduction="sum"))
+        count += ids[:, 1:].numel()
+    return total / count
+
+
+def _lr(step: int, cfg: FamilyConfig) -> float:
+    """Linear warm-up, then cosine decay to 10 % (step counts from 0)."""
+    if step < cfg.warmup:
+        return cfg.lr * (step + 1) / cfg.warmup
+    t = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
+    return cfg.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * t)))
+
+
+def _save_atomic(obj: Any, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    torch.save(obj, tmp)
+    tmp.replace(path)
+
+
+def train(depth: int, cfg: FamilyConfig, *, progress: bool = True,
+          stop_after: int | None = None) -> dict[str, Any]:
+    """Train one member (resuming from its checkpoint if one exists); returns its curve.
+
+    `stop_after` ends the run early after that many steps, as an interruption would (tests).
+    """
+    from tqdm.auto import tqdm
+
+    lm = build(depth, cfg)
+    tok = lm.tokenizer
+    train_blocks, val_blocks = _train_blocks(cfg, tok), _eval_blocks(cfg, tok)
+    opt = torch.optim.AdamW(lm.model.parameters(), lr=cfg.lr, betas=(0.9, 0.95),
+                            weight_decay=cfg.weight_decay)
+    ckpt_path = folder(cfg) / f"depth-{depth}.ckpt"
+    state = {"step": 0, "curve": [], "seconds": 0.0}
+    if ckpt_path.is_file():
+        saved = torch.load(ckpt_path, weights_only=False)
+        lm.model.load_state_dict(saved["model"])
+        opt.load_state_dict(saved["opt"])
+        state = saved["state"]
+    bar = tqdm(range(state["step"], cfg.steps), desc=f"train depth {depth}", disable=not progress,
+               initial=state["step"], total=cfg.steps, leave=False)
+    started = time.perf_counter()
+    for step in bar:
+        lm.model.train()
+        for group in opt.param_groups:
+            group["lr"] = _lr(step, cfg)
+        ids = train_blocks[step]
+        logits = lm.model(input_ids=ids, use_cache=False).logits
+        loss = F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten())
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(lm.model.parameters(), 1.0)
+        opt.step()
+        done = step + 1
+        if done % cfg.eval_every == 0 or done == cfg.steps:
+            state["curve"].append({"step": done, "tokens": done * cfg.batch_size * cfg.seq_len,
+                                   "train_loss": loss.item(), "val_loss": eval_loss(lm, val_blocks)})
+            bar.set_postfix(val=f"{state['curve'][-1]['val_loss']:.3f}")
+        if done % cfg.checkpoint_every == 0 or done == cfg.steps:
+            state["step"] = done
+            state["seconds"] += time.perf_counter() - started
+            started = time.perf_counter()
+            _save_atomic({"model": lm.model.state_dict(), "opt": opt.state_dict(), "state": state},
+                         ckpt_path)
+        if stop_after is not None and done >= stop_after:
+            break
+    final = state["curve"][-1] if state["curve"] else {}
+    return {"depth": depth, "params": lm.n_params, "steps_done": state["step"],
+            "finished": state["step"] >= cfg.steps, "seconds": state["seconds"],
+            "val_loss": final.get("val_loss"), "curve": state["curve"]}
+
+
+def load_member(depth: int, cfg: FamilyConfig) -> models.LoadedModel:
+    """A trained member, retrained from scratch if its weights are not in the cache."""
+    path = folder(cfg) / f"depth-{depth}.ckpt"
+    saved = torch.load(path, weights_only=False) if path.is_file() else None
+    if saved is None or saved["state"]["step"] < cfg.steps:
+        train(depth, cfg)
+        saved = torch.load(path, weights_only=False)
+    lm = build(depth, cfg)
+    lm.model.load_state_dict(saved["model"])
+    lm.model.eval()
+    return lm
+
+
+def train_family(cfg: FamilyConfig, profile: str, cache: results.Cache | None = None,
+                 *, progress: bool = True) -> dict[str, dict[str, Any]]:
+    """Every depth of the family, each result cached as soon as it finishes (a rerun resumes)."""
+    cache = cache or results.Cache(profile)
+    return cache.for_each("depth_family", cfg.key(), {f"depth-{d}": d for d in cfg.depths},
+                          lambda _name, depth: train(depth, cfg, progress=progress),
+                          progress=progress)

@@ -1,0 +1,171 @@
+"""Chapters 02 and 03: hidden-state geometry of every model of a profile (the pretrained LLMs and
+the depth family trained here), cached model by model, and the tables and fits built on it."""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import numpy as np
+import pandas as pd
+import torch
+
+from . import corpus, family, hidden, models, results
+from .profiles import Profile
+
+EXPERIMENT = "hidden_geometry"
+FAMILY_PREFIX = "family-d"
+
+
+def config_for(profile: Profile) -> dict[str, Any]:
+    return dict(profile.extra["geometry"])
+
+
+def model_names(profile: Profile) -> list[str]:
+    cfg = config_for(profile)
+    fam = family.config_for(profile)
+    return [*cfg.get("models", profile.models), *(f"{FAMILY_PREFIX}{d}" for d in fam.depths)]
+
+
+def _load(name: str, profile: Profile, cfg: dict[str, Any]) -> models.LoadedModel:
+    if name.startswith(FAMILY_PREFIX):
+        return family.load_member(int(name.removeprefix(FAMILY_PREFIX)), family.config_for(profile))
+    dtype = getattr(torch, cfg.get("dtype", "float32"))
+    if cfg.get("device_map"):
+        return models.load(name, dtype=dtype, device_map=cfg["device_map"])
+    return models.load(name, dtype=dtype, device=models.default_device())
+
+
+def _batches(lm: models.LoadedModel, profile: Profile, cfg: dict[str, Any]):
+    """(batches, count): FineWeb documents for the gpu profile (P1's setup), otherwise windows of
+    the profile's text; the family reads its own (byte-level) test text."""
+    if lm.name.startswith(FAMILY_PREFIX):
+        fam = family.config_for(profile)
+        blocks = corpus.token_blocks(lm.tokenizer, fam.corpus, n_tokens=cfg["family_tokens"],
+                                     seq_len=fam.seq_len, split="test")
+        return hidden.block_batches(blocks, cfg["batch_size"]), None
+    if cfg.get("documents"):
+        n_docs, seq_len, bs = cfg["documents"], cfg["seq_len"], cfg["batch_size"]
+
+        def docs() -> Iterator[dict[str, torch.Tensor]]:
+            texts: list[str] = []
+            for i, text in enumerate(corpus.fineweb_documents()):
+                if i >= n_docs:
+                    break
+                texts.append(text)
+                if len(texts) == bs:
+                    yield corpus.document_batch(lm.tokenizer, texts, seq_len)
+                    texts = []
+            if texts:
+                yield corpus.document_batch(lm.tokenizer, texts, seq_len)
+
+        return docs(), -(-n_docs // bs)
+    blocks = corpus.token_blocks(lm.tokenizer, profile.eval_corpus, n_tokens=cfg["tokens"],
+                                 seq_len=cfg["seq_len"], split="test", add_bos=lm.add_bos)
+    return hidden.block_batches(blocks, cfg["batch_size"]), None
+
+
+def measure(name: str, profile: Profile) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """Statistics (JSON-ready) and the per-token profile sample of one model."""
+    cfg = config_for(profile)
+    lm = _load(name, profile, cfg)
+    batches, total = _batches(lm, profile, cfg)
+    out = hidden.collect(lm, batches, profiles=cfg["profiles"], seed=0, total=total,
+                         layer_by_layer=bool(cfg.get("device_map")))
+    arrays = out.pop("profiles")
+    out["summary"] = lm.summary()
+    arrays["token_text"] = np.array([lm.tokenizer.decode([int(t)]) for t in arrays["token_id"]])
+    return out, arrays
+
+
+def run(profile: Profile, cache: results.Cache | None = None, *, progress: bool = True,
+        only: list[str] | None = None) -> dict[str, dict[str, Any]]:
+    """`measure` every model of the profile; each model's results are stored as soon as it
+    finishes, so an interrupted run (a Colab disconnect) resumes at the next model."""
+    from tqdm.auto import tqdm
+
+    cache = cache or results.Cache(profile.name)
+    cfg = config_for(profile)
+    key = {**profile.config(), "geometry": cfg, "family": family.config_for(profile).key()}
+    out = {}
+    names = only or model_names(profile)
+    for name in tqdm(names, desc="models", disable=not progress):
+        stats = cache.get(EXPERIMENT, key, name)
+        if stats is None or cache.get_arrays(EXPERIMENT, key, name) is None:
+            stats, arrays = measure(name, profile)
+            cache.put_arrays(EXPERIMENT, key, arrays, item=name)
+            stats = cache.put(EXPERIMENT, key, stats, item=name)
+        out[name] = stats
+    return out
+
+
+def token_profiles(profile: Profile, name: str, cache: results.Cache | None = None) -> dict:
+    cache = cache or results.Cache(profile.name)
+    key = {**profile.config(), "geometry": config_for(profile),
+           "family": family.config_for(profile).key()}
+    arrays = cache.get_arrays(EXPERIMENT, key, name)
+    if arrays is None:
+        raise LookupError(f"no token profiles for {name!r}: run geometry.run(profile) first")
+    return arrays
+
+
+# --- tables -----------------------------------------------------------------------------------
+def layer_table(stats: dict[str, dict[str, Any]], metric: str, *, convention: str = "raw",
+                group: str = "pos_ge_1") -> pd.DataFrame:
+    """Per model and layer: mean and quartiles of one metric, with normalised depth."""
+    rows = []
+    for name, s in stats.items():
+        L = s["n_layers"]
+        m = s["conventions"][convention][group][metric]
+        offset = 0.5 if metric in ("theta", "rel_update", "angle_to_end") else (
+            1.0 if metric == "theta_dh" else 0.0)
+        for i, mean in enumerate(m["mean"]):
+            rows.append({"model": name, "layers": L, "index": i, "depth": (i + offset) / L,
+                         "mean": mean, "q25": m["q25"][i], "median": m["q50"][i],
+                         "q75": m["q75"][i], "family": name.startswith(FAMILY_PREFIX)})
+    return pd.DataFrame(rows)
+
+
+def middle_summary(stats: dict[str, dict[str, Any]], *, convention: str = "raw",
+                   group: str = "pos_ge_1") -> pd.DataFrame:
+    """Per model: means over the middle blocks (all but the first and last) of θ(h_l, h_{l+1}),
+    the relative update and θ(Δh_l, Δh_{l+1}) (pairs inside the middle)."""
+    rows = []
+    for name, s in stats.items():
+        L = s["n_layers"]
+        g = s["conventions"][convention][group]
+        mid = hidden.middle_layers(L)
+        theta = np.array(g["theta"]["mean"])[mid]
+        rel = np.array(g["rel_update"]["mean"])[mid]
+        tdh = np.array(g["theta_dh"]["mean"])[1 : max(1, L - 2)]
+        rows.append({"model": name, "layers": L, "width": s["summary"]["d_model"],
+                     "family": name.startswith(FAMILY_PREFIX),
+                     "middle_theta": float(theta.mean()) if theta.size else np.nan,
+                     "middle_rel_update": float(rel.mean()) if rel.size else np.nan,
+                     "middle_theta_dh": float(tdh.mean()) if tdh.size else np.nan,
+                     "first_theta": g["theta"]["mean"][0], "last_theta": g["theta"]["mean"][-1],
+                     "tokens": g["tokens"]})
+    return pd.DataFrame(rows).set_index("model")
+
+
+def depth_slope(summary: pd.DataFrame, column: str = "middle_theta", *,
+                min_layers: int = 4) -> dict[str, float]:
+    """OLS slope of log(column) on log(layers) with its standard error and 95 % interval
+    (statsmodels); P1 predicts −1 (update size ∝ 1/ℓ). Models with fewer than `min_layers`
+    blocks have no middle worth the name and are left out."""
+    import statsmodels.api as sm
+
+    use = summary[(summary["layers"] >= min_layers) & summary[column].notna()]
+    if len(use) < 3:
+        return {"slope": np.nan, "se": np.nan, "lo": np.nan, "hi": np.nan, "n": len(use)}
+    X = sm.add_constant(np.log(use["layers"].to_numpy(float)))
+    fit = sm.OLS(np.log(use[column].to_numpy(float)), X).fit()
+    lo, hi = fit.conf_int(0.05)[1]
+    return {"slope": float(fit.params[1]), "se": float(fit.bse[1]), "lo": float(lo),
+            "hi": float(hi), "n": len(use), "intercept": float(fit.params[0])}
+
+
+def procedural_reference(layers, anchor_layers: float, anchor_value: float) -> np.ndarray:
+    """What procedural assembly predicts for θ(Δh_l, Δh_{l+1}): blocks as Euler steps of a
+    smooth flow take steps ∝ 1/ℓ along a curve, so consecutive step directions differ by an
+    angle ∝ 1/ℓ. Anchored at one measured model: value × anchor_layers / ℓ."""
+    return anchor_value * anchor_layers / np.asarray(layers, dtype=float)
