@@ -140,6 +140,7 @@ def middle_summary(stats: dict[str, dict[str, Any]], *, convention: str = "raw",
         rows.append({"model": name, "layers": L, "width": s["summary"]["d_model"],
                      "family": name.startswith(FAMILY_PREFIX),
                      "middle_theta": float(theta.mean()) if theta.size else np.nan,
+                     "middle_cv": float(theta.std() / theta.mean()) if theta.size > 1 else np.nan,
                      "middle_rel_update": float(rel.mean()) if rel.size else np.nan,
                      "middle_theta_dh": float(tdh.mean()) if tdh.size else np.nan,
                      "first_theta": g["theta"]["mean"][0], "last_theta": g["theta"]["mean"][-1],
@@ -148,20 +149,37 @@ def middle_summary(stats: dict[str, dict[str, Any]], *, convention: str = "raw",
 
 
 def depth_slope(summary: pd.DataFrame, column: str = "middle_theta", *,
-                min_layers: int = 4) -> dict[str, float]:
+                min_layers: int = 4, family_only: bool = True) -> dict[str, float]:
     """OLS slope of log(column) on log(layers) with its standard error and 95 % interval
-    (statsmodels); P1 predicts −1 (update size ∝ 1/ℓ). Models with fewer than `min_layers`
-    blocks have no middle worth the name and are left out."""
+    (statsmodels); P1 predicts −1 (update size ∝ 1/ℓ). Only the depth family by default (one
+    width, one data set, one budget); members with fewer than `min_layers` blocks have no middle
+    worth the name and are left out. NaN when fewer than 3 distinct depths remain."""
     import statsmodels.api as sm
 
     use = summary[(summary["layers"] >= min_layers) & summary[column].notna()]
-    if len(use) < 3:
-        return {"slope": np.nan, "se": np.nan, "lo": np.nan, "hi": np.nan, "n": len(use)}
-    X = sm.add_constant(np.log(use["layers"].to_numpy(float)))
+    if family_only:
+        use = use[use["family"]]
+    if use["layers"].nunique() < 3:
+        return {"slope": np.nan, "se": np.nan, "lo": np.nan, "hi": np.nan, "n": len(use),
+                "intercept": np.nan}
+    X = sm.add_constant(np.log(use["layers"].to_numpy(float)), has_constant="add")
     fit = sm.OLS(np.log(use[column].to_numpy(float)), X).fit()
     lo, hi = fit.conf_int(0.05)[1]
     return {"slope": float(fit.params[1]), "se": float(fit.bse[1]), "lo": float(lo),
             "hi": float(hi), "n": len(use), "intercept": float(fit.params[0])}
+
+
+def procedural_curve(summary: pd.DataFrame, column: str = "middle_theta_dh",
+                     min_layers: int = 4) -> pd.DataFrame | None:
+    """The 1/ℓ prediction of procedural assembly for `column`, anchored at the shallowest family
+    member with a middle, over the depths of the profile; None without such a member."""
+    fam = summary[summary["family"] & (summary["layers"] >= min_layers)].sort_values("layers")
+    if fam.empty:
+        return None
+    anchor = fam.iloc[0]
+    grid = np.geomspace(anchor["layers"], max(summary["layers"].max(), anchor["layers"] + 1), 20)
+    return pd.DataFrame({"layers": grid, column: procedural_reference(
+        grid, anchor["layers"], anchor[column])})
 
 
 def procedural_reference(layers, anchor_layers: float, anchor_value: float) -> np.ndarray:
@@ -169,3 +187,90 @@ def procedural_reference(layers, anchor_layers: float, anchor_value: float) -> n
     smooth flow take steps ∝ 1/ℓ along a curve, so consecutive step directions differ by an
     angle ∝ 1/ℓ. Anchored at one measured model: value × anchor_layers / ℓ."""
     return anchor_value * anchor_layers / np.asarray(layers, dtype=float)
+
+
+def profile_table(stats: dict[str, dict[str, Any]], metric: str) -> pd.DataFrame:
+    """`layer_table` for both conventions and both token sets, for a chart with selectors."""
+    frames = []
+    for convention in ("raw", "hf"):
+        for group, label in (("pos_ge_1", "positions ≥ 1"), ("all", "all positions")):
+            t = layer_table(stats, metric, convention=convention, group=group)
+            t["convention"] = {"raw": "last block's output", "hf": "after final norm (HF)"}[convention]
+            t["tokens"] = label
+            frames.append(t)
+    return pd.concat(frames, ignore_index=True)
+
+
+def family_losses(results_by_depth: dict[str, dict[str, Any]]) -> pd.DataFrame:
+    """Final validation loss (nats per byte) of each family member, with its size and cost."""
+    return pd.DataFrame([{"depth": r["depth"], "params": r["params"], "val_loss": r["val_loss"],
+                          "train_seconds": r["seconds"]} for r in results_by_depth.values()]
+                        ).sort_values("depth").reset_index(drop=True)
+
+
+def family_curves(results_by_depth: dict[str, dict[str, Any]]) -> pd.DataFrame:
+    return pd.DataFrame([{"depth": r["depth"], **p} for r in results_by_depth.values()
+                         for p in r["curve"]])
+
+
+def loss_depth_fit(losses: pd.DataFrame) -> dict[str, float]:
+    """Fit val_loss = c / ℓ^α + L∞ over the family (scipy); with five depths the floor and the
+    exponent trade off, so the SEs matter as much as the values."""
+    from scipy.optimize import curve_fit
+
+    ell = losses["depth"].to_numpy(float)
+    y = losses["val_loss"].to_numpy(float)
+    if len(ell) < 4:
+        return {"alpha": np.nan, "alpha_se": np.nan, "floor": np.nan, "c": np.nan}
+    try:
+        popt, pcov = curve_fit(lambda x, c, a, f: c / x**a + f, ell, y,
+                               p0=(y[0] - y[-1] + 0.1, 1.0, y[-1] - 0.05), maxfev=20000)
+    except RuntimeError:
+        return {"alpha": np.nan, "alpha_se": np.nan, "floor": np.nan, "c": np.nan}
+    se = np.sqrt(np.diag(pcov))
+    return {"c": float(popt[0]), "alpha": float(popt[1]), "alpha_se": float(se[1]),
+            "floor": float(popt[2])}
+
+
+def assess(summary: pd.DataFrame, slope: dict[str, float], dh_slope: dict[str, float],
+           setting: str) -> list:
+    """Chapter 02's claims, with verdicts from stated tolerances."""
+    from .claims import Claim, judge
+
+    chapter = "02_hidden_state_geometry"
+    deep = summary[summary["layers"] >= 8]
+    edge = {m: bool(r["first_theta"] > 1.5 * r["middle_theta"] and
+                    r["last_theta"] > 1.5 * r["middle_theta"]) for m, r in deep.iterrows()}
+    dh_big = {m: bool(v >= 1.0) for m, v in summary.loc[summary["layers"] >= 4,
+                                                         "middle_theta_dh"].items()}
+    fam = summary[summary["family"] & (summary["layers"] >= 4)]
+    return [
+        Claim("P1-A1-edges-rotate", "P1", chapter,
+              "Only the first and last blocks rotate the hidden state strongly; the middle blocks "
+              "make small updates", "qualitative (Fig. 2a–b)",
+              ", ".join(f"{m}: first {r['first_theta']:.2f}, middle {r['middle_theta']:.2f}, "
+                        f"last {r['last_theta']:.2f} rad" for m, r in deep.iterrows()),
+              "for every model with ≥ 8 blocks, first and last θ(h_l, h_{l+1}) above 1.5 × the "
+              "middle mean (last block's own output, positions ≥ 1)",
+              judge(edge) if edge else "not testable here", setting),
+        Claim("P1-A2-update-inverse-depth", "P1", chapter,
+              "The middle-layer update shrinks as 1/ℓ across models of different depth",
+              "slope −1 (∝ 1/ℓ)",
+              f"slope {slope['slope']:.2f} (95 % CI [{slope['lo']:.2f}, {slope['hi']:.2f}], "
+              f"{slope['n']} family members)",
+              "OLS slope of log middle θ on log ℓ over the depth family within −1 ± 0.3",
+              judge({"slope": abs(slope["slope"] + 1) <= 0.3}) if np.isfinite(slope["slope"])
+              else "not testable here", setting, {"slope": slope}),
+        Claim("P1-A3-weak-update-correlation", "P1", chapter,
+              "Consecutive updates are only weakly correlated: θ(Δh_l, Δh_{l+1}) is large in the "
+              "middle layers and does not shrink with depth (procedural assembly predicts ∝ 1/ℓ)",
+              "large, near π/2",
+              ", ".join(f"{m}: {v:.2f} rad" for m, v in summary["middle_theta_dh"].items()
+                        if summary.loc[m, "layers"] >= 4)
+              + f"; family slope {dh_slope['slope']:.2f}",
+              "middle θ(Δh) ≥ 1 rad for every model with ≥ 4 blocks, and the family's log–log "
+              "slope of θ(Δh) on ℓ above −0.3 (far from the −1 of procedural assembly)",
+              judge({**dh_big, "not_1_over_l": bool(np.isfinite(dh_slope["slope"])
+                                                    and dh_slope["slope"] > -0.3)}),
+              setting, {"dh_slope": dh_slope}),
+    ]

@@ -5,6 +5,7 @@ every row is inlined into the page."""
 from __future__ import annotations
 
 import altair as alt
+import numpy as np
 import pandas as pd
 
 WIDTH = 480
@@ -159,3 +160,98 @@ def aspect_chart(optimal: pd.DataFrame, actual: pd.DataFrame) -> alt.Chart:
         size=60, opacity=0.7).encode(x="N:Q", y="aspect:Q", tooltip=["m", "ell", alt.Tooltip(
             "N:Q", format=".2s"), alt.Tooltip("aspect:Q", format=".1f")])
     return (pts + opt).interactive()
+
+
+# --- chapters 02 and 03: hidden-state geometry ----------------------------------------------------
+def layer_profiles(table: pd.DataFrame, metric_title: str, *, log: bool = False,
+                   reference: float | None = None) -> alt.Chart:
+    """Mean (line) and interquartile band of a per-layer metric vs normalised depth, one colour per
+    model; selectors switch the last-layer convention and the token set client-side."""
+    conv = alt.param(name="convention", value="last block's output", bind=alt.binding_radio(
+        options=sorted(table["convention"].unique()), name="last state: "))
+    toks = alt.param(name="tokenset", value="positions ≥ 1", bind=alt.binding_radio(
+        options=sorted(table["tokens"].unique()), name="tokens: "))
+    pick = alt.selection_point(fields=["model"], bind="legend")
+    base = alt.Chart(table, title=f"{metric_title} by layer").transform_filter(
+        (alt.datum.convention == conv) & (alt.datum.tokens == toks))
+    y_scale = alt.Scale(type="log") if log else alt.Scale(zero=True)
+    x = alt.X("depth:Q", title="normalised depth (layer / number of layers)")
+    band = base.mark_area(opacity=0.12).encode(x=x, y=alt.Y("q25:Q", scale=y_scale), y2="q75:Q",
+                                               color="model:N",
+                                               opacity=alt.condition(pick, alt.value(0.15), alt.value(0.02)))
+    line = base.mark_line(point=alt.OverlayMarkDef(size=18)).encode(
+        x=x, y=alt.Y("mean:Q", title=metric_title, scale=y_scale),
+        color=alt.Color("model:N", legend=alt.Legend(orient="bottom", columns=3)),
+        opacity=alt.condition(pick, alt.value(1.0), alt.value(0.15)),
+        tooltip=["model", "layers", "index", alt.Tooltip("mean:Q", format=".3f"),
+                 alt.Tooltip("median:Q", format=".3f"), alt.Tooltip("q25:Q", format=".3f"),
+                 alt.Tooltip("q75:Q", format=".3f")])
+    layers = [band, line]
+    if reference is not None:
+        layers.append(alt.Chart(pd.DataFrame({"y": [reference]})).mark_rule(
+            strokeDash=[4, 4], color="gray").encode(y="y:Q"))
+    return alt.layer(*layers).add_params(conv, toks, pick).interactive()
+
+
+def depth_scaling_points(summary: pd.DataFrame, column: str, title: str,
+                         fit: dict[str, float] | None = None,
+                         reference: pd.DataFrame | None = None) -> alt.Chart:
+    """A middle-layer quantity against depth on log–log axes: the family as a line with its fitted
+    slope, the pretrained models as labelled points, optionally a reference curve."""
+    data = summary.reset_index()
+    data["kind"] = np.where(data["family"], "depth family (trained here)", "pretrained")
+    x = alt.X("layers:Q", scale=alt.Scale(type="log", base=2), title="depth ℓ (blocks, log₂)")
+    y = alt.Y(f"{column}:Q", scale=alt.Scale(type="log"), title=title)
+    pts = alt.Chart(data, title=f"{title} vs depth").mark_point(size=80, filled=True).encode(
+        x=x, y=y, shape="kind:N", color="kind:N",
+        tooltip=["model", "layers", alt.Tooltip(f"{column}:Q", format=".4f")])
+    layers = [pts]
+    if fit is not None and np.isfinite(fit.get("slope", np.nan)):
+        fam = data[data["family"] & (data["layers"] >= 4)]
+        grid = np.geomspace(fam["layers"].min(), fam["layers"].max(), 20)
+        line = pd.DataFrame({"layers": grid, column: np.exp(fit["intercept"]) * grid ** fit["slope"]})
+        layers.append(alt.Chart(line).mark_line(color="black").encode(x=x, y=y))
+    if reference is not None:
+        layers.append(alt.Chart(reference).mark_line(strokeDash=[5, 4], color="firebrick").encode(
+            x=x, y=alt.Y(f"{column}:Q"), tooltip=[alt.Tooltip(f"{column}:Q", format=".3f")]))
+    return alt.layer(*layers).interactive()
+
+
+def family_loss_chart(curves: pd.DataFrame) -> alt.Chart:
+    """Validation loss of each family member against training tokens."""
+    return alt.Chart(curves, title="Depth family: validation loss while training").mark_line(
+        point=True).encode(
+        x=alt.X("tokens:Q", title="training tokens (bytes)"),
+        y=alt.Y("val_loss:Q", title="validation loss (nats per byte)", scale=alt.Scale(zero=False)),
+        color=alt.Color("depth:O", title="blocks"),
+        tooltip=["depth", "step", "tokens", alt.Tooltip("val_loss:Q", format=".4f")]).interactive()
+
+
+def token_scatter(sample: pd.DataFrame, title: str) -> alt.Chart:
+    """PC1–PC2 scatter of sampled tokens, the minority drawn on top; hover for the token."""
+    return alt.Chart(sample, title=title).mark_circle(size=28).encode(
+        x=alt.X("pc1:Q", title="PC1"), y=alt.Y("pc2:Q", title="PC2"),
+        color=alt.Color("group:N", scale=alt.Scale(domain=["bulk", "minority"],
+                                                   range=["#4c78a8", "#e45756"])),
+        opacity=alt.condition(alt.datum.group == "minority", alt.value(0.95), alt.value(0.35)),
+        order=alt.Order("group:N"),
+        tooltip=["token", "position", alt.Tooltip("norm_mid:Q", format=".1f", title="mid-depth norm"),
+                 alt.Tooltip("pc1:Q", format=".3f"), alt.Tooltip("pc2:Q", format=".3f"), "group"],
+    ).interactive()
+
+
+def progress_profiles(arrays: dict, sample: pd.DataFrame, n: int = 40) -> alt.Chart:
+    """Progress s_l against layer for a few bulk and minority tokens: even vs early stopping."""
+    rows = []
+    for group in ("bulk", "minority"):
+        idx = sample.index[sample["group"] == group][:n]
+        for i in idx:
+            for layer, s in enumerate(arrays["progress"][i]):
+                rows.append({"token_index": int(i), "group": group, "layer": layer, "s": float(s),
+                             "token": str(arrays["token_text"][i])})
+    data = pd.DataFrame(rows)
+    return alt.Chart(data, title="Progress s_l of sampled tokens (0 = embedding, 1 = output)").mark_line(
+        opacity=0.5).encode(x=alt.X("layer:Q"), y=alt.Y("s:Q", title="progress s_l"),
+                            detail="token_index:N", color=alt.Color("group:N", scale=alt.Scale(
+                                domain=["bulk", "minority"], range=["#4c78a8", "#e45756"])),
+                            tooltip=["token", "group"]).interactive()

@@ -53,7 +53,7 @@ PROFILES: dict[str, Profile] = {
         extra={"depth_scaling": {"adam_steps": 500, "bootstrap": 50, "cuts": (20, 40, 60),
                                  "adam_path": (100, 500), "profile_grid": (0.8, 2.4, 9),
                                  "held_out_splits": 3},
-               "family": {"depths": (1, 2, 3), "width": 32, "seq_len": 32, "batch_size": 4,
+               "family": {"depths": (1, 2, 4), "width": 32, "seq_len": 32, "batch_size": 4,
                           "steps": 20, "eval_every": 10, "eval_blocks": 4,
                           "checkpoint_every": 10, "warmup": 5},
                "geometry": {"tokens": 4 * 64, "seq_len": 64, "batch_size": 2, "profiles": 200,

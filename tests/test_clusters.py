@@ -1,0 +1,84 @@
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from layerlab import claims, clusters, geometry
+
+
+def synthetic_profiles(n=2000, minority=0.01, L=12, seed=0):
+    """Bulk tokens progress evenly (s_l ≈ l/L); a minority jumps to ≈1 after two layers."""
+    rng = np.random.default_rng(seed)
+    l = np.arange(L + 1) / L
+    early = rng.random(n) < minority
+    s = np.where(early[:, None], np.minimum(1.0, np.arange(L + 1) / 2.0), l[None])
+    s = s + 0.02 * rng.standard_normal((n, L + 1))
+    s[:, 0], s[:, -1] = 0.0, 1.0
+    theta = np.abs(rng.normal(0.3, 0.05, (n, L)))
+    theta[early, 2:] *= 0.05
+    return {"progress": s, "theta": theta, "rel_update": theta, "norms": np.ones((n, L + 1)) * 50,
+            "position": np.where(early, 0, rng.integers(1, 500, n)),
+            "token_text": np.where(early, "<s>", "word"), "token_id": np.zeros(n, int)}, early
+
+
+@pytest.mark.parametrize("kind", clusters.FEATURES)
+@pytest.mark.parametrize("rule", clusters.RULES)
+def test_two_clusters_are_found(kind, rule):
+    arrays, early = synthetic_profiles()
+    df, info = clusters.cluster(arrays, kind, rule)
+    assert info["bulk_fraction"] == pytest.approx(1 - early.mean(), abs=0.003)
+    assert (df["bulk"].to_numpy() == ~early).mean() > 0.997
+
+
+def test_a_single_peak_is_one_cluster_for_the_valley_rule():
+    assert clusters.valley_split(np.zeros(10)).sum() == 0
+    x = np.concatenate([np.full(90, 0.0), np.full(10, 5.0)])
+    assert clusters.valley_split(x, bins=10).sum() == 10
+
+
+def test_kmeans_is_seeded():
+    Y = np.random.default_rng(1).normal(size=(300, 2))
+    assert np.array_equal(clusters.kmeans2(Y, seed=3), clusters.kmeans2(Y, seed=3))
+
+
+def test_minority_report_names_the_minority():
+    arrays, early = synthetic_profiles()
+    df, _ = clusters.cluster(arrays, "progress", "kmeans")
+    report = clusters.minority_report(df)
+    assert report["minority_tokens"] == early.sum()
+    assert report["share_at_position_0"] == pytest.approx(1.0)
+    assert report["top_strings"][0][0] == repr("<s>")
+
+
+def test_fractions_skip_models_too_shallow_for_a_pca():
+    deep, _ = synthetic_profiles(L=12)
+    shallow, _ = synthetic_profiles(L=2)
+    table = clusters.fractions({"deep": deep, "shallow": shallow})
+    assert set(table["model"]) == {"deep"} and len(table) == 4
+
+
+def test_assess_uses_the_primary_model_and_rule():
+    table = pd.DataFrame([
+        {"model": "a", "features": "progress", "rule": "kmeans", "bulk_fraction": 0.995},
+        {"model": "a", "features": "rotation", "rule": "kmeans", "bulk_fraction": 0.90},
+    ])
+    assert clusters.assess(table, "a", "t")[0].verdict == claims.REPRODUCED
+    table.loc[0, "bulk_fraction"] = 0.95
+    assert clusters.assess(table, "a", "t")[0].verdict == claims.NOT_REPRODUCED
+    table.loc[1, "bulk_fraction"] = 0.994
+    assert clusters.assess(table, "a", "t")[0].verdict == claims.PARTLY
+
+
+def test_depth_slope_recovers_inverse_depth():
+    layers = np.array([4, 8, 16, 32])
+    summary = pd.DataFrame({"layers": layers, "family": True, "middle_theta": 2.0 / layers},
+                           index=[f"family-d{d}" for d in layers])
+    fit = geometry.depth_slope(summary)
+    assert fit["slope"] == pytest.approx(-1.0, abs=1e-9) and fit["n"] == 4
+    assert np.isnan(geometry.depth_slope(summary.iloc[:2])["slope"])  # too few depths
+
+
+def test_procedural_reference_falls_as_one_over_depth():
+    ref = geometry.procedural_reference(np.array([4, 8, 16]), 4, 0.8)
+    np.testing.assert_allclose(ref, [0.8, 0.4, 0.2])
