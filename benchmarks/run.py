@@ -5,8 +5,10 @@ models:  load time of the offline model from its GGUF vs from the converted cach
 scaling: the Chinchilla fit (chapter 01): the paper recipe (50k Adam steps), the converged
          multi-start fit, and a 1000-resample bootstrap solved as one batched problem vs the
          same solver run resample by resample (and scipy's least_squares as a reference).
+hidden:  the streaming statistics pass (chapters 02-03) vs a bare forward pass of SmolLM2 over
+         the same tokens, and the peak memory for 4 vs 16 windows of 512 tokens.
 
-    python benchmarks/run.py [models|scaling ...] [--threads N] [--repeats R]
+    python benchmarks/run.py [models|scaling|hidden ...] [--threads N] [--repeats R]
 
 Writes benchmarks/out/<suite>.json and prints a table.
 """
@@ -123,9 +125,55 @@ def bench_scaling(n_resamples: int = 1000, n_looped: int = 100) -> dict:
                 np.array(looped)[:, 4] - boot["alpha_l"].to_numpy()[:n_looped]).max())}
 
 
+def _peak_rss_mb(n_blocks: int) -> float:
+    """Peak resident memory of a fresh process that streams `n_blocks` x 512 tokens of SmolLM2
+    through the statistics pass (ru_maxrss only grows, hence one process per size)."""
+    import subprocess
+
+    code = (
+        "import resource, torch; torch.set_num_threads(1)\n"
+        "from layerlab import corpus, hidden, models\n"
+        f"lm = models.load('{NAME}')\n"
+        f"b = corpus.token_blocks(lm.tokenizer, 'wikipedia', n_tokens={n_blocks} * 512, seq_len=512)\n"
+        "hidden.collect(lm, hidden.block_batches(b, 2), progress=False)\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+@torch.no_grad()
+def bench_hidden(repeats: int, n_blocks: int = 8) -> dict:
+    """The statistics pass vs a bare forward pass over the same tokens, side by side."""
+    from layerlab import hidden
+
+    lm = models.load(NAME)
+    blocks = corpus.token_blocks(lm.tokenizer, "wikipedia", n_tokens=n_blocks * 512, seq_len=512)
+    batches = hidden.block_batches(blocks, 2)
+    lm.model(input_ids=blocks[:1], use_cache=False)  # warm-up
+
+    def bare():
+        for b in batches:
+            lm.model(input_ids=b["input_ids"], use_cache=False)
+
+    def stats():
+        hidden.collect(lm, batches, progress=False)
+
+    t_bare, t_stats = [], []
+    for _ in range(repeats):  # interleaved, so load changes hit both alike
+        t_bare += _timed(bare, 1)
+        t_stats += _timed(stats, 1)
+    bare_s, stats_s = statistics.median(t_bare), statistics.median(t_stats)
+    rss = {n: _peak_rss_mb(n) for n in (4, 16)}
+    return {"tokens": blocks.numel(), "bare_forward_s": bare_s, "stats_pass_s": stats_s,
+            "bare_tokens_per_s": blocks.numel() / bare_s, "stats_tokens_per_s": blocks.numel() / stats_s,
+            "overhead_ratio": stats_s / bare_s, "peak_rss_mb_4_blocks": rss[4],
+            "peak_rss_mb_16_blocks": rss[16]}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("suites", nargs="*", default=["models", "scaling"])
+    parser.add_argument("suites", nargs="*", default=["models", "scaling", "hidden"])
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)
@@ -143,6 +191,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  scipy least_squares     {res['bootstrap_scipy_estimate_s']:7.2f} s  ratio "
               f"{res['ratio_scipy_over_batched']:.1f}x (max |Δα_ℓ| "
               f"{res['max_abs_alpha_l_difference_scipy_vs_batched']:.1e})")
+    if "hidden" in args.suites:
+        res = bench_hidden(args.repeats) | {"provenance": prov | {"model": NAME}}
+        (OUT / "hidden.json").write_text(json.dumps(res, indent=1))
+        print(f"bare forward       {res['bare_tokens_per_s']:7.0f} tokens/s")
+        print(f"statistics pass    {res['stats_tokens_per_s']:7.0f} tokens/s  "
+              f"(overhead {res['overhead_ratio']:.3f}x)")
+        print(f"peak RSS           {res['peak_rss_mb_4_blocks']:.0f} MB for 4x512 tokens, "
+              f"{res['peak_rss_mb_16_blocks']:.0f} MB for 16x512")
     if "models" not in args.suites:
         return 0
     result = {"load": bench_load(args.repeats), "forward": bench_forward(args.repeats),

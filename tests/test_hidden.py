@@ -121,3 +121,26 @@ def test_conventions_differ_only_at_the_last_layer(tiny_models, blocks):
     # a freshly initialised RMSNorm has unit gain: it rescales but does not rotate, so the last
     # angle agrees here (learned gains in real models rotate it)
     assert hf["theta"]["mean"][-1] == pytest.approx(raw["theta"]["mean"][-1], rel=1e-5)
+
+
+def _naive(traj: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Direct, slow definitions of every metric (float64), to check the streamlined ones."""
+    h = traj.double()
+    def ang(a, b):
+        return torch.arccos(((a * b).sum(-1) / (a.norm(dim=-1) * b.norm(dim=-1))).clamp(-1, 1))
+    dh = h[1:] - h[:-1]
+    span = h[-1] - h[0]
+    return {"theta": ang(h[:-1], h[1:]), "theta_dh": ang(dh[:-1], dh[1:]),
+            "rel_update": dh.norm(dim=-1) / h[:-1].norm(dim=-1), "norms": h.norm(dim=-1),
+            "progress": ((h - h[0]) * span).sum(-1) / (span * span).sum(-1),
+            "angle_to_end": ang(h[:-1], h[-1].expand_as(h[:-1]))}
+
+
+@pytest.mark.parametrize("L", [1, 2, 5])
+def test_streamlined_metrics_equal_the_definitions(L):
+    torch.manual_seed(L)
+    traj = (torch.randn(L + 1, 30, 16) * 0.3 + torch.randn(1, 30, 16)).cumsum(0)
+    fast, slow = hidden.token_metrics(traj), _naive(traj)
+    for name in hidden.METRICS:
+        assert fast[name].shape == slow[name].shape, name
+        torch.testing.assert_close(fast[name].double(), slow[name], rtol=1e-4, atol=1e-4)

@@ -45,28 +45,61 @@ BINS: dict[str, tuple[float, float, int, bool]] = {
 EPS = 1e-12
 
 
-def _angle(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Angle between vectors along the last dimension, float32, clamped like P1's code."""
-    cos = (a * b).sum(-1) / (a.norm(dim=-1) * b.norm(dim=-1)).clamp_min(EPS)
-    return torch.arccos(cos.clamp(-1.0, 1.0))
+def _arccos_ratio(dot: torch.Tensor, na: torch.Tensor, nb: torch.Tensor) -> torch.Tensor:
+    return torch.arccos((dot / (na * nb).clamp_min(EPS)).clamp(-1.0, 1.0))
+
+
+def _shared(body: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Everything about states h_0..h_{L−1} that does not involve the last state."""
+    dh = body[1:] - body[:-1]
+    return {"body": body, "nb": body.norm(dim=-1), "dh": dh, "ndh": dh.norm(dim=-1),
+            "dot_hh": (body[:-1] * body[1:]).sum(-1), "dot_dd": (dh[:-1] * dh[1:]).sum(-1)}
+
+
+def _with_ends(sh: dict[str, torch.Tensor], ends: list[torch.Tensor]) -> list[dict[str, torch.Tensor]]:
+    """Per-token metrics given the shared part and each choice of the last state h_L.
+
+    The statistics must cost little beside the forward pass, so each reduction over [L, N, d] is
+    one pass: neighbour dot products once, and the dot products of every state and update with
+    all candidate ends in one batched matrix product. The progress is a cumulative sum of
+    ⟨Δh_k, h_L − h_0⟩, exact at both ends.
+    """
+    body, nb, dh, ndh = sh["body"], sh["nb"], sh["dh"], sh["ndh"]
+    E = torch.stack(ends, dim=-1)  # [N, d, C]
+    dot_body_end = torch.bmm(body.transpose(0, 1), E)  # [N, L, C]: ⟨h_l, end⟩
+    dot_dh_start = torch.bmm(dh.transpose(0, 1), body[0].unsqueeze(-1))[..., 0]  # [N, L−1]
+    dot_dh_end = torch.bmm(dh.transpose(0, 1), E)  # [N, L−1, C]
+    out = []
+    for c, end in enumerate(ends):
+        last_dh = end - body[-1]
+        n_end, n_last_dh = end.norm(dim=-1), last_dh.norm(dim=-1)
+        span = end - body[0]
+        # ⟨Δh_k, span⟩ = ⟨Δh_k, end⟩ − ⟨Δh_k, h_0⟩
+        steps = torch.cat([(dot_dh_end[..., c] - dot_dh_start).T,
+                           (last_dh * span).sum(-1)[None]])
+        progress = torch.cat([torch.zeros_like(n_end)[None], steps.cumsum(0)]) / (
+            (span * span).sum(-1) + 1e-10)
+        all_dh_norms = torch.cat([ndh, n_last_dh[None]])
+        dot_dd = sh["dot_dd"]
+        if len(body) >= 2:
+            dot_dd = torch.cat([dot_dd, (dh[-1] * last_dh).sum(-1)[None]])
+        dot_end = dot_body_end[..., c].T  # [L, N]
+        out.append({
+            "theta": _arccos_ratio(torch.cat([sh["dot_hh"], dot_end[-1:]]), nb,
+                                   torch.cat([nb[1:], n_end[None]])),
+            "theta_dh": _arccos_ratio(dot_dd, all_dh_norms[:-1], all_dh_norms[1:]),
+            "rel_update": all_dh_norms / nb.clamp_min(EPS),
+            "norms": torch.cat([nb, n_end[None]]),
+            "progress": progress,
+            "angle_to_end": _arccos_ratio(dot_end, nb, n_end.expand_as(nb)),
+        })
+    return out
 
 
 def token_metrics(traj: torch.Tensor) -> dict[str, torch.Tensor]:
     """Per-token metrics of one trajectory [L+1, N, d] (float32); each value is [K, N]."""
     h = traj.float()
-    dh = h[1:] - h[:-1]
-    norms = h.norm(dim=-1)
-    start, end = h[0], h[-1]
-    span = end - start
-    progress = ((h - start) * span).sum(-1) / ((span * span).sum(-1) + 1e-10)
-    return {
-        "theta": _angle(h[:-1], h[1:]),
-        "theta_dh": _angle(dh[:-1], dh[1:]),
-        "rel_update": dh.norm(dim=-1) / norms[:-1].clamp_min(EPS),
-        "norms": norms,
-        "progress": progress,
-        "angle_to_end": _angle(h[:-1], end.expand_as(h[:-1])),
-    }
+    return _with_ends(_shared(h[:-1]), [h[-1]])[0]
 
 
 def layer_angles(hidden_states: Iterable[torch.Tensor]) -> dict[str, np.ndarray]:
@@ -240,8 +273,8 @@ def collect(lm: models.LoadedModel, batches: Iterable[dict[str, torch.Tensor]], 
         states, raw = trajectories(lm, ids, mask, layer_by_layer=layer_by_layer)
         positions = torch.arange(ids.shape[1]).expand_as(ids)[keep]
         hf = states[:, keep]  # [L+1, N, d]
-        metrics = {"hf": token_metrics(hf),
-                   "raw": token_metrics(torch.cat([hf[:-1], raw[keep].unsqueeze(0)]))}
+        shared = _shared(hf[:-1])  # both conventions share every layer but the last
+        metrics = dict(zip(("hf", "raw"), _with_ends(shared, [hf[-1], raw[keep]])))
         for name, m in metrics.items():
             acc[name].add(m, positions)
         if profiles:
