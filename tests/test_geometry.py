@@ -37,3 +37,24 @@ def test_run_measures_every_model_and_resumes(smoke, monkeypatch):
     table = geometry.profile_table(stats, "theta")
     assert set(table["convention"]) == {"last block's output", "after final norm (HF)"}
     assert np.isfinite(table["mean"]).all()
+
+
+def test_hub_path_on_a_local_save_pretrained_folder(smoke, tmp_path, tiny_models):
+    """The gpu profile's path (hub id -> from_pretrained, device_map="auto", layer-by-layer
+    capture), exercised on a GPT-NeoX folder written by save_pretrained."""
+    import dataclasses
+
+    profile, cache = smoke
+    folder = tmp_path / "pythia-like"
+    lm = tiny_models["tiny-gptneox"]
+    lm.model.save_pretrained(folder)
+    lm.tokenizer.save_pretrained(folder)
+    geo = {**profile.extra["geometry"], "models": (str(folder),), "device_map": "auto",
+           "dtype": "float32"}
+    gpu_like = dataclasses.replace(profile, extra={**profile.extra, "geometry": geo})
+    stats = geometry.run(gpu_like, cache, progress=False, only=[str(folder)])
+    s = stats[str(folder)]
+    assert s["n_layers"] == 4 and s["summary"]["arch"] == "gpt_neox"
+    direct = geometry.run(profile, cache, progress=False, only=["tiny-gptneox"])["tiny-gptneox"]
+    np.testing.assert_allclose(s["conventions"]["raw"]["all"]["theta"]["mean"],
+                               direct["conventions"]["raw"]["all"]["theta"]["mean"], rtol=1e-4)
