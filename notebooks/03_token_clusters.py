@@ -104,6 +104,20 @@ pd.DataFrame(report["top_strings"], columns=["token", "count in minority"])
 # with an outsized norm. If the minority is mostly position-0 tokens, the "early stopping"
 # cluster is a property of the first position rather than of hard or easy words; the share of
 # position-0 tokens in the whole sample sets the scale (it is 1 in the window length).
+#
+# **Control: the same analysis without position 0.** If the minority is the attention sink, the
+# bulk fraction should rise towards 100 % once position 0 is left out.
+
+# %%
+table_no0 = clusters.fractions(arrays, exclude_position0=True)
+table_no0.assign(bulk_percent=100 * table_no0["bulk_fraction"]).pivot_table(
+    index="model", columns=["features", "rule"], values="bulk_percent").round(2)
+
+# %% [markdown]
+# A caution for the depth family: when a model's token profiles form one broad cloud rather than
+# a bulk plus a minority, 2-means still cuts the cloud in two, and the "bulk fraction" then
+# measures an arbitrary cut, not a population of early stoppers. A fraction far below 99 % here
+# means "no bulk/minority structure", which the scatter of such a model makes plain.
 
 # %% [markdown]
 # ## Verdict
@@ -111,7 +125,7 @@ pd.DataFrame(report["top_strings"], columns=["token", "count in minority"])
 # %%
 setting = (f"profile {profile.name}: profile samples of " + ", ".join(names)
            + f"; {profile.eval_corpus} test text")
-chapter_claims = clusters.assess(table, primary, setting)
+chapter_claims = clusters.assess(table, primary, setting, report)
 for claim in chapter_claims:
     claims.register(claim, profile.name)
 claims.table(chapter_claims)

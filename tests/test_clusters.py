@@ -82,3 +82,11 @@ def test_depth_slope_recovers_inverse_depth():
 def test_procedural_reference_falls_as_one_over_depth():
     ref = geometry.procedural_reference(np.array([4, 8, 16]), 4, 0.8)
     np.testing.assert_allclose(ref, [0.8, 0.4, 0.2])
+
+
+def test_excluding_position_zero_removes_a_sink_minority():
+    arrays, early = synthetic_profiles()  # the early tokens sit at position 0 here
+    with_sink = clusters.fractions({"m": arrays})
+    without = clusters.fractions({"m": arrays}, exclude_position0=True)
+    assert (with_sink["bulk_fraction"] < 0.995).all()
+    assert without["tokens"].iloc[0] == (~early).sum()
