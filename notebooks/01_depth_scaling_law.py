@@ -228,9 +228,7 @@ setting = (f"Chinchilla runs (Epoch AI extraction), {len(kept)} points; "
 chapter_claims = scaling.assess(paper_fit, converged, boot, scan,
                                 scaling.fit(data, "paper", depth_offset=2, steps=cfg["adam_steps"]),
                                 setting)
-for claim in chapter_claims:
-    claims.register(claim, profile.name)
-claims.table(chapter_claims)
+claims.record(chapter_claims, profile.name)
 
 # %% [markdown]
 # **Reading the verdicts.** The authors' numbers are reproduced exactly: same data, same cut,

@@ -159,9 +159,7 @@ plots.depth_scaling_points(summary, "middle_theta_dh", "middle-layer θ(Δh_l, �
 setting = (f"profile {profile.name}: " + ", ".join(geometry.model_names(profile))
            + f"; {profile.eval_corpus} test text")
 chapter_claims = geometry.assess(summary, slope, dh_slope, setting)
-for claim in chapter_claims:
-    claims.register(claim, profile.name)
-claims.table(chapter_claims)
+claims.record(chapter_claims, profile.name)
 
 # %% [markdown]
 # ## What we did differently, and why

@@ -59,7 +59,7 @@ from layerlab import claims, clusters, geometry, plots, profiles, provenance
 
 profile = profiles.setup(seed=0)
 names = geometry.model_names(profile)
-primary = names[0]  # the profile's first model stands in for the paper's Pythia-410m
+primary = geometry.primary_model(profile)  # stands in for the paper's Pythia-410m
 stats = geometry.run(profile)  # cached by chapter 02; computes whatever is missing
 arrays = {name: geometry.token_profiles(profile, name) for name in names}
 print(f"profile {profile.name}; primary model {primary}; "
@@ -126,9 +126,7 @@ table_no0.assign(bulk_percent=100 * table_no0["bulk_fraction"]).pivot_table(
 setting = (f"profile {profile.name}: profile samples of " + ", ".join(names)
            + f"; {profile.eval_corpus} test text")
 chapter_claims = clusters.assess(table, primary, setting, report)
-for claim in chapter_claims:
-    claims.register(claim, profile.name)
-claims.table(chapter_claims)
+claims.record(chapter_claims, profile.name)
 
 # %% [markdown]
 # ## What we did differently, and why

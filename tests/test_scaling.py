@@ -192,3 +192,13 @@ def test_scipy_reaches_the_same_optimum(data):
     assert check.extra["scipy_status"] > 0
     assert check.alpha_l == pytest.approx(conv.alpha_l, abs=1e-4)
     assert check.objective == pytest.approx(conv.objective, rel=1e-7)
+
+
+def test_record_registers_and_tabulates(tmp_path):
+    from layerlab import results
+
+    cache = results.Cache("smoke", root=tmp_path)
+    found = [claims.Claim(f"P2-{i}", "P2", "ch", "s", "1", "1", "r", claims.REPRODUCED, "t")
+             for i in range(3)]
+    shown = claims.record(found, "smoke", cache)
+    assert len(shown) == 3 and list(claims.collect("smoke", cache)["id"]) == ["P2-0", "P2-1", "P2-2"]

@@ -61,6 +61,13 @@ def register(claim: Claim, profile: str, cache: results.Cache | None = None) -> 
     return claim
 
 
+def record(found: list[Claim], profile: str, cache: results.Cache | None = None):
+    """Register every claim of a chapter and return them as its display table."""
+    for claim in found:
+        register(claim, profile, cache)
+    return table(found)
+
+
 def collect(profile: str, cache: results.Cache | None = None):
     """Every registered claim of a profile, as a DataFrame sorted by paper and id."""
     import json

@@ -26,6 +26,11 @@ def model_names(profile: Profile) -> list[str]:
     return [*cfg.get("models", profile.models), *(f"{FAMILY_PREFIX}{d}" for d in fam.depths)]
 
 
+def primary_model(profile: Profile) -> str:
+    """The model that stands in for P1's Pythia-410m in the token-cluster analysis."""
+    return config_for(profile).get("primary", model_names(profile)[0])
+
+
 def _load(name: str, profile: Profile, cfg: dict[str, Any]) -> models.LoadedModel:
     if name.startswith(FAMILY_PREFIX):
         return family.load_member(int(name.removeprefix(FAMILY_PREFIX)), family.config_for(profile))

@@ -102,6 +102,7 @@ PROFILES: dict[str, Profile] = {
                # geometry; device_map="auto" runs models larger than the GPU layer by layer
                "geometry": {"documents": 4800, "seq_len": 1024, "batch_size": 8, "profiles": 20000,
                             "family_tokens": 256 * 256, "dtype": "bfloat16", "device_map": "auto",
+                            "primary": "EleutherAI/pythia-410m",
                             "models": ("EleutherAI/pythia-70m", "EleutherAI/pythia-160m",
                                        "EleutherAI/pythia-410m", "EleutherAI/pythia-1b",
                                        "EleutherAI/pythia-1.4b", "EleutherAI/pythia-2.8b",
