@@ -7,8 +7,10 @@ scaling: the Chinchilla fit (chapter 01): the paper recipe (50k Adam steps), the
          same solver run resample by resample (and scipy's least_squares as a reference).
 hidden:  the streaming statistics pass (chapters 02-03) vs a bare forward pass of SmolLM2 over
          the same tokens, and the peak memory for 4 vs 16 windows of 512 tokens.
+toy:     chapter 04's batched step (all student depths, one teacher pass) vs training the
+         students one by one for the same steps.
 
-    python benchmarks/run.py [models|scaling|hidden ...] [--threads N] [--repeats R]
+    python benchmarks/run.py [models|scaling|hidden|toy ...] [--threads N] [--repeats R]
 
 Writes benchmarks/out/<suite>.json and prints a table.
 """
@@ -171,9 +173,35 @@ def bench_hidden(repeats: int, n_blocks: int = 8) -> dict:
             "peak_rss_mb_16_blocks": rss[16]}
 
 
+def bench_toy(steps: int = 200, repeats: int = 3) -> dict:
+    """All student depths in one step (one batch, one teacher pass) vs one student at a time
+    (its own teacher pass), the same number of steps, cpu-profile sizes."""
+    from layerlab import toy
+
+    base = dict(teacher_depth=64, batch_size=256, steps=steps, student_depths=(2, 4, 8, 16))
+
+    def together():
+        sweep = toy.Sweep(toy.ToyConfig(**base))
+        for _ in range(steps):
+            sweep.train_step()
+
+    def one_by_one():
+        for d in base["student_depths"]:
+            sweep = toy.Sweep(toy.ToyConfig(**{**base, "student_depths": (d,)}))
+            for _ in range(steps):
+                sweep.train_step()
+
+    t_together, t_single = [], []
+    for _ in range(repeats):
+        t_together += _timed(together, 1)
+        t_single += _timed(one_by_one, 1)
+    a, b = statistics.median(t_together), statistics.median(t_single)
+    return {"steps": steps, "together_s": a, "one_by_one_s": b, "ratio_one_by_one_over_together": b / a}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("suites", nargs="*", default=["models", "scaling", "hidden"])
+    parser.add_argument("suites", nargs="*", default=["models", "scaling", "hidden", "toy"])
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)
@@ -199,6 +227,11 @@ def main(argv: list[str] | None = None) -> int:
               f"(overhead {res['overhead_ratio']:.3f}x)")
         print(f"peak RSS           {res['peak_rss_mb_4_blocks']:.0f} MB for 4x512 tokens, "
               f"{res['peak_rss_mb_16_blocks']:.0f} MB for 16x512")
+    if "toy" in args.suites:
+        res = bench_toy() | {"provenance": prov}
+        (OUT / "toy.json").write_text(json.dumps(res, indent=1))
+        print(f"toy: {res['steps']} steps, all depths together {res['together_s']:.2f} s, one by one "
+              f"{res['one_by_one_s']:.2f} s (ratio {res['ratio_one_by_one_over_together']:.2f}x)")
     if "models" not in args.suites:
         return 0
     result = {"load": bench_load(args.repeats), "forward": bench_forward(args.repeats),

@@ -255,3 +255,56 @@ def progress_profiles(arrays: dict, sample: pd.DataFrame, n: int = 40) -> alt.Ch
                             detail="token_index:N", color=alt.Color("group:N", scale=alt.Scale(
                                 domain=["bulk", "minority"], range=["#4c78a8", "#e45756"])),
                             tooltip=["token", "group"]).interactive()
+
+
+# --- chapter 04: toy teacher-student networks -------------------------------------------------
+def warmup_chart(table: pd.DataFrame) -> alt.Chart:
+    """Error against ℓ for averaging ℓ noisy estimates and for ℓ Euler steps (log–log)."""
+    return alt.Chart(table, title="Two ways to use ℓ layers").mark_line(point=True).encode(
+        x=alt.X("depth:Q", scale=alt.Scale(type="log", base=2), title="ℓ"),
+        y=alt.Y("error:Q", scale=alt.Scale(type="log"), title="squared error"),
+        color=alt.Color("mechanism:N", legend=alt.Legend(orient="bottom")),
+        tooltip=["mechanism", "depth", alt.Tooltip("error:Q", format=".2e")]).interactive()
+
+
+def toy_loss_chart(losses: pd.DataFrame) -> alt.Chart:
+    """Final test loss against student depth, one line per sweep; pick a sweep in the legend."""
+    pick = alt.selection_point(fields=["sweep"], bind="legend")
+    return alt.Chart(losses, title="Student test loss vs depth (log–log)").mark_line(point=True).encode(
+        x=alt.X("depth:Q", scale=alt.Scale(type="log", base=2), title="student depth ℓ"),
+        y=alt.Y("test_loss:Q", scale=alt.Scale(type="log"), title="test loss"),
+        color=alt.Color("sweep:N", legend=alt.Legend(orient="bottom", columns=3)),
+        strokeDash=alt.StrokeDash("teacher:N"),
+        opacity=alt.condition(pick, alt.value(1.0), alt.value(0.15)),
+        tooltip=["sweep", "depth", alt.Tooltip("test_loss:Q", format=".3e")]).add_params(pick).interactive()
+
+
+def alpha_vs_temperature(final: pd.DataFrame) -> alt.Chart:
+    """Final α_ℓ (± SE of the fit) against the teacher temperature, KL sweeps."""
+    data = final.assign(lo=final["alpha"] - final["alpha_se"], hi=final["alpha"] + final["alpha_se"])
+    base = alt.Chart(data, title="α_ℓ vs teacher temperature (KL objective)")
+    x = alt.X("temperature:Q", scale=alt.Scale(type="log"), title="temperature T")
+    pts = base.mark_line(point=True).encode(x=x, y=alt.Y("alpha:Q", title="α_ℓ"), color="teacher:N",
+                                            tooltip=["sweep", alt.Tooltip("alpha:Q", format=".2f"),
+                                                     alt.Tooltip("alpha_se:Q", format=".2f")])
+    bars = base.mark_errorbar().encode(x=x, y="lo:Q", y2="hi:Q", color="teacher:N")
+    ones = alt.Chart(pd.DataFrame({"y": [1.0, 2.0]})).mark_rule(strokeDash=[4, 4], color="gray").encode(y="y:Q")
+    return (ones + bars + pts).interactive()
+
+
+def alpha_vs_steps(alphas: pd.DataFrame) -> alt.Chart:
+    """α_ℓ fitted at every evaluation step: how the exponent develops with training."""
+    pick = alt.selection_point(fields=["sweep"], bind="legend")
+    return alt.Chart(alphas, title="α_ℓ during training").mark_line(point=True).encode(
+        x=alt.X("step:Q", title="training step"), y=alt.Y("alpha:Q", title="α_ℓ"),
+        color=alt.Color("sweep:N", legend=alt.Legend(orient="bottom", columns=3)),
+        strokeDash="teacher:N", opacity=alt.condition(pick, alt.value(1.0), alt.value(0.15)),
+        tooltip=["sweep", "step", alt.Tooltip("alpha:Q", format=".2f")]).add_params(pick).interactive()
+
+
+def signature_chart(rows: pd.DataFrame) -> alt.Chart:
+    """Middle-layer θ(Δh_l, Δh_{l+1}) of trained students and their teachers."""
+    return alt.Chart(rows, title="Consecutive-update angle in the middle layers").mark_bar().encode(
+        x=alt.X("network:N", title=None, sort=None), y=alt.Y("middle_theta_dh:Q", title="θ(Δh_l, Δh_{l+1}) (rad)"),
+        color="teacher:N", column=alt.Column("teacher:N", title=None),
+        tooltip=["network", alt.Tooltip("middle_theta_dh:Q", format=".3f")]).properties(width=220)

@@ -41,6 +41,23 @@ FULL_DEPTH_SCALING = {
     "profile_grid": (0.8, 2.4, 33), "held_out_splits": 10,
 }
 
+CPU_TOY_SWEEPS = {
+    **{f"mse-{t}-s{s}": {"objective": "mse", "teacher": t, "seed": s}
+       for s in (0, 1) for t in ("independent", "tied")},
+    **{f"kl-T{T:g}-{t}": {"objective": "kl", "teacher": t, "temperature": T}
+       for T in (1.0, 0.1, 0.01) for t in ("independent", "tied")},
+}
+# The paper's grid (App. C): 16 temperatures x 3 teacher replicates x 2 teacher types with a
+# learned head and constant LR (exp-9/9-1, 40k steps), plus the MSE runs (exp-9-6, 80k steps).
+GPU_TOY_SWEEPS = {
+    **{f"kl-T{10 ** (-2 + 2 * k / 15):.4g}-{t}-s{s}": {
+        "objective": "kl", "teacher": t, "temperature": 10 ** (-2 + 2 * k / 15), "seed": s,
+        "head": "learned", "schedule": "constant", "steps": 40_000}
+       for k in range(16) for t in ("independent", "tied") for s in range(3)},
+    **{f"mse-{t}-s{s}": {"objective": "mse", "teacher": t, "seed": s, "steps": 80_000}
+       for t in ("independent", "tied") for s in range(3)},
+}
+
 PROFILES: dict[str, Profile] = {
     "smoke": Profile(
         name="smoke",
@@ -57,7 +74,12 @@ PROFILES: dict[str, Profile] = {
                           "steps": 20, "eval_every": 10, "eval_blocks": 4,
                           "checkpoint_every": 10, "warmup": 5},
                "geometry": {"tokens": 4 * 64, "seq_len": 64, "batch_size": 2, "profiles": 200,
-                            "family_tokens": 4 * 32}},
+                            "family_tokens": 4 * 32},
+               "toy": {"teacher_depth": 8, "student_depths": (1, 2, 4), "batch_size": 32,
+                       "steps": 60, "eval_every": 30, "eval_batches": 2, "signature_steps": 40,
+                       "sweeps": {"mse-independent": {"objective": "mse"},
+                                  "mse-tied": {"objective": "mse", "teacher": "tied"},
+                                  "kl-T1-tied": {"teacher": "tied"}}}},
     ),
     "cpu": Profile(
         name="cpu",
@@ -75,7 +97,12 @@ PROFILES: dict[str, Profile] = {
                "family": {"depths": (2, 4, 8, 16, 32), "width": 64, "seq_len": 128,
                           "batch_size": 16, "steps": 1200, "eval_every": 100},
                "geometry": {"tokens": 32 * 512, "seq_len": 512, "batch_size": 2, "profiles": 8000,
-                            "family_tokens": 64 * 128}},
+                            "family_tokens": 64 * 128},
+               # P1's cheap version (research/paper1.md §9): teacher depth 64, students 2-16,
+               # batch 256; 12k steps (~5 min a sweep on one core)
+               "toy": {"teacher_depth": 64, "student_depths": (2, 4, 8, 16), "batch_size": 256,
+                       "steps": 12_000, "eval_every": 1000, "signature_steps": 4000,
+                       "sweeps": CPU_TOY_SWEEPS}},
     ),
     "gpu": Profile(
         name="gpu",
@@ -109,7 +136,10 @@ PROFILES: dict[str, Profile] = {
                                        "EleutherAI/pythia-6.9b", "EleutherAI/pythia-12b",
                                        "Qwen/Qwen2.5-0.5B", "Qwen/Qwen2.5-1.5B",
                                        "facebook/opt-125m", "facebook/opt-1.3b",
-                                       "HuggingFaceTB/SmolLM2-135M")}},
+                                       "HuggingFaceTB/SmolLM2-135M")},
+               "toy": {"teacher_depth": 128, "student_depths": (6, 12, 16, 24, 32, 48),
+                       "batch_size": 1024, "eval_every": 2000, "signature_steps": 80_000,
+                       "sweeps": GPU_TOY_SWEEPS}},
     ),
 }
 

@@ -1,0 +1,103 @@
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from layerlab import toy
+
+SMALL = dict(teacher_depth=8, student_depths=(1, 2, 4), batch_size=32, steps=40, eval_every=20,
+             eval_batches=2)
+
+
+def test_tied_teacher_shares_one_set_of_tensors():
+    net, _ = toy.make_teacher(16, tied=True, seed=0)
+    assert all(b is net.blocks[0] for b in net.blocks)
+    assert sum(p.numel() for p in net.parameters()) == sum(p.numel() for p in toy.Block().parameters())
+    with torch.no_grad():
+        net.blocks[0].w1.bias.add_(1.0)
+    assert torch.equal(net.blocks[5].w1.bias, net.blocks[0].w1.bias)
+
+
+def test_independent_teacher_has_distinct_blocks_scaled_by_one_over_sqrt_depth():
+    depth = 16
+    net, _ = toy.make_teacher(depth, tied=False, seed=0)
+    assert len({id(b) for b in net.blocks}) == depth
+    bound = 1 / math.sqrt(4 * toy.WIDTH)  # PyTorch's default init for W2 is U(±1/√fan_in)
+    w2 = torch.cat([b.w2.weight.flatten() for b in net.blocks])
+    assert w2.abs().max() <= bound / math.sqrt(depth) + 1e-7
+    assert w2.abs().max() > 0.9 * bound / math.sqrt(depth)
+
+
+def test_teachers_are_seeded():
+    a, _ = toy.make_teacher(4, tied=False, seed=3)
+    b, _ = toy.make_teacher(4, tied=False, seed=3)
+    x = torch.randn(5, toy.WIDTH)
+    assert torch.equal(a(x), b(x))
+
+
+def test_student_starts_as_the_identity_with_a_uniform_output():
+    student = toy.make_student(6, seed=0)
+    x = torch.randn(10, toy.WIDTH)
+    torch.testing.assert_close(student["net"](x), toy.rms(x))
+    logits = student["head"](student["net"](x))
+    assert torch.count_nonzero(logits) == 0
+
+
+@pytest.mark.parametrize("objective,teacher", [("mse", "independent"), ("kl", "tied")])
+def test_training_lowers_every_students_test_loss(objective, teacher):
+    sweep = toy.Sweep(toy.ToyConfig(objective=objective, teacher=teacher, **SMALL))
+    before = sweep.test_loss()
+    out = sweep.run(progress=False)
+    assert all(a < b for a, b in zip(out["final"], before))
+
+
+def test_training_together_equals_training_alone():
+    together = toy.Sweep(toy.ToyConfig(**{**SMALL, "steps": 5}))
+    alone = toy.Sweep(toy.ToyConfig(**{**SMALL, "steps": 5, "student_depths": (2,)}))
+    for _ in range(5):
+        together.train_step()
+        alone.train_step()
+    for p, q in zip(together.students[1].parameters(), alone.students[0].parameters()):
+        torch.testing.assert_close(p, q, rtol=1e-6, atol=1e-7)
+
+
+def test_learning_rate_schedule_decays_to_a_tenth():
+    cfg = toy.ToyConfig(steps=100)
+    assert cfg.factor(0) == cfg.factor(79) == 1.0
+    assert cfg.factor(100) == pytest.approx(0.1)
+    assert cfg.lr(16) == pytest.approx(6e-4 * 4 / 4)
+    assert toy.ToyConfig(objective="mse").lr(4) == pytest.approx(6e-4 * 2 / 2)
+    assert toy.ToyConfig(schedule="constant").factor(99) == 1.0
+
+
+def test_fit_alpha_recovers_a_power_law():
+    depths = np.array([6, 12, 24, 48])
+    for alpha in (1.0, 3.0):
+        est, se = toy.fit_alpha(depths, 2.0 * depths ** -alpha)
+        assert est == pytest.approx(alpha) and se == pytest.approx(0.0, abs=1e-9)
+    rng = np.random.default_rng(0)
+    est, se = toy.fit_alpha(depths, 2.0 * depths ** -1.5 * np.exp(0.05 * rng.standard_normal(4)))
+    assert abs(est - 1.5) < 4 * se + 0.05
+
+
+def test_analytic_warm_up_has_the_textbook_exponents():
+    depths = [8, 16, 32, 64, 128]
+    euler, _ = toy.fit_alpha(depths, toy.euler_error(depths))
+    average, _ = toy.fit_alpha(depths, toy.averaging_error(depths))
+    assert euler == pytest.approx(2.0, abs=0.15)
+    assert average == pytest.approx(1.0, abs=0.1)
+
+
+def test_student_angles_use_the_llm_statistics():
+    sweep = toy.Sweep(toy.ToyConfig(**{**SMALL, "student_depths": (4,)}))
+    rows = toy.student_angles(sweep, n=64)
+    assert {r["network"] for r in rows} == {"student ℓ=4", "teacher (independent, 8)"}
+    assert all(0 <= r["middle_theta_dh"] <= math.pi for r in rows)
+
+
+def test_bad_config_is_rejected():
+    with pytest.raises(ValueError):
+        toy.Sweep(toy.ToyConfig(teacher="smooth"))
