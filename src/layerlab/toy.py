@@ -356,9 +356,15 @@ def signatures(profile, cache=None, *, progress: bool = True) -> "pd.DataFrame":
 
 def assess(alphas: "pd.DataFrame", setting: str) -> list:
     """Chapter 04's claims from the final α of each sweep (tolerances: research/paper1.md §8)."""
-    from .claims import NOT_TESTABLE, Claim, judge
+    from .claims import NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED, Claim, judge
 
-    final = alphas.sort_values("step").groupby("sweep").tail(1)
+    ordered = alphas.sort_values("step")
+    final = ordered.groupby("sweep").tail(1)
+    # an exponent still rising at the last evaluation has not converged: a claim that fails
+    # outright on such sweeps is "not testable here" at this scale, not "not reproduced"
+    drift = ordered.groupby("sweep")["alpha"].apply(lambda a: a.iloc[-1] - a.iloc[-2]
+                                                   if len(a) > 1 else 0.0)
+    rising = set(drift[drift >= 0.01].index)
     chapter = "04_toy_depth_mechanisms"
 
     def pick(**kw):
@@ -404,4 +410,20 @@ def assess(alphas: "pd.DataFrame", setting: str) -> list:
                                           and mse_tied.mean() > mse_ind.mean())})
               if len(mse_ind) else NOT_TESTABLE, setting),
     ]
+    involved = {
+        "P1-D1-independent-teacher": set(ind.index if "sweep" not in ind else ind["sweep"]),
+        "P1-D2-tied-teacher-steep": set(final.loc[tied_hot.index, "sweep"]) | set(
+            final.loc[ind_hot.index, "sweep"]),
+        "P1-D3-tied-cold": set(final.loc[tied_cold.index, "sweep"]),
+        "P1-D4-mse-ordering": set(final.loc[mse_ind.index, "sweep"]) | set(
+            final.loc[mse_tied.index, "sweep"]),
+    }
+    for claim in claims:
+        moving = sorted(involved[claim.id] & rising)
+        if claim.verdict != REPRODUCED and moving:
+            if claim.verdict == NOT_REPRODUCED:  # nothing passed, and nothing has settled
+                claim.verdict = NOT_TESTABLE
+            claim.ours += ("; not converged at this scale: α_ℓ still rising at the last "
+                           "evaluation in " + ", ".join(moving))
+        claim.numbers["drift_last_eval"] = {k: float(drift[k]) for k in involved[claim.id]}
     return claims
