@@ -92,6 +92,13 @@ alphas = toy.alpha_table(runs)
 final = alphas.sort_values("step").groupby("sweep").tail(1).set_index("sweep")
 final[["teacher", "objective", "temperature", "seed", "alpha", "alpha_se"]].round(3)
 
+# %% [markdown]
+# Over teacher replicates (different teacher seeds; `alpha_sd` is empty where the profile runs
+# one teacher per setting):
+
+# %%
+toy.replicate_summary(alphas).round(3)
+
 # %%
 plots.toy_loss_chart(toy.loss_table(runs))
 

@@ -124,3 +124,13 @@ def test_assess_calls_a_still_rising_exponent_not_testable():
     assert "still rising" in found["P1-D1-independent-teacher"].ours
     assert found["P1-D3-tied-cold"].verdict == claims.REPRODUCED
     assert found["P1-D4-mse-ordering"].verdict == claims.PARTLY  # ordering holds, ≈1 fails
+
+
+def test_replicate_summary_averages_over_seeds():
+    import pandas as pd
+
+    rows = [{"sweep": f"s{seed}", "teacher": "tied", "objective": "mse", "temperature": 1.0,
+             "seed": seed, "step": 1, "alpha": a, "alpha_se": 0.1} for seed, a in ((0, 1.0), (1, 2.0))]
+    out = toy.replicate_summary(pd.DataFrame(rows))
+    assert out.loc[0, "alpha_mean"] == 1.5 and out.loc[0, "replicates"] == 2
+    assert out.loc[0, "alpha_sd"] == pytest.approx(0.7071, abs=1e-4)

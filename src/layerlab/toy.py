@@ -427,3 +427,11 @@ def assess(alphas: "pd.DataFrame", setting: str) -> list:
                            "evaluation in " + ", ".join(moving))
         claim.numbers["drift_last_eval"] = {k: float(drift[k]) for k in involved[claim.id]}
     return claims
+
+
+def replicate_summary(alphas: "pd.DataFrame") -> "pd.DataFrame":
+    """Final α_ℓ per teacher type, objective and temperature: mean and SD over teacher seeds."""
+    final = alphas.sort_values("step").groupby("sweep").tail(1)
+    return final.groupby(["teacher", "objective", "temperature"]).agg(
+        alpha_mean=("alpha", "mean"), alpha_sd=("alpha", "std"), replicates=("alpha", "size"),
+        fit_se_mean=("alpha_se", "mean")).reset_index()
