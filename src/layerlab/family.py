@@ -111,10 +111,11 @@ def _lr(step: int, cfg: FamilyConfig) -> float:
 
 
 def _save_atomic(obj: Any, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    torch.save(obj, tmp)
-    tmp.replace(path)
+    import io
+
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    results.atomic_write_bytes(path, buffer.getvalue())
 
 
 def train(depth: int, cfg: FamilyConfig, *, progress: bool = True,

@@ -82,6 +82,12 @@ def measure(name: str, profile: Profile) -> tuple[dict[str, Any], dict[str, np.n
     return out, arrays
 
 
+def _cache_key(profile: Profile) -> dict[str, Any]:
+    """What a model's geometry results depend on (shared by `run` and `token_profiles`)."""
+    return {**profile.config(), "geometry": config_for(profile),
+            "family": family.config_for(profile).key()}
+
+
 def run(profile: Profile, cache: results.Cache | None = None, *, progress: bool = True,
         only: list[str] | None = None) -> dict[str, dict[str, Any]]:
     """`measure` every model of the profile; each model's results are stored as soon as it
@@ -89,8 +95,7 @@ def run(profile: Profile, cache: results.Cache | None = None, *, progress: bool 
     from tqdm.auto import tqdm
 
     cache = cache or results.Cache(profile.name)
-    cfg = config_for(profile)
-    key = {**profile.config(), "geometry": cfg, "family": family.config_for(profile).key()}
+    key = _cache_key(profile)
     out = {}
     names = only or model_names(profile)
     for name in tqdm(names, desc="models", disable=not progress):
@@ -105,9 +110,7 @@ def run(profile: Profile, cache: results.Cache | None = None, *, progress: bool 
 
 def token_profiles(profile: Profile, name: str, cache: results.Cache | None = None) -> dict:
     cache = cache or results.Cache(profile.name)
-    key = {**profile.config(), "geometry": config_for(profile),
-           "family": family.config_for(profile).key()}
-    arrays = cache.get_arrays(EXPERIMENT, key, name)
+    arrays = cache.get_arrays(EXPERIMENT, _cache_key(profile), name)
     if arrays is None:
         raise LookupError(f"no token profiles for {name!r}: run geometry.run(profile) first")
     return arrays

@@ -45,13 +45,17 @@ def config_hash(config: Mapping[str, Any]) -> str:
 
 
 def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write through a temporary file in the same folder, then rename over `path`: a reader (or
     a crash) sees either the old file or the complete new one, never a torn write."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; results are shared files
@@ -149,17 +153,7 @@ class Cache:
 
         buffer = io.BytesIO()
         np.savez_compressed(buffer, **{k: np.asarray(v) for k, v in arrays.items()})
-        path = self.arrays_path(experiment, config, item)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(buffer.getvalue())
-            os.chmod(tmp, 0o666 & ~_umask())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write_bytes(self.arrays_path(experiment, config, item), buffer.getvalue())
 
     def get_arrays(self, experiment: str, config: Mapping[str, Any],
                    item: str | None = None) -> dict[str, Any] | None:

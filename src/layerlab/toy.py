@@ -74,16 +74,13 @@ class ResidualMLP(nn.Module):
 def make_teacher(depth: int, *, tied: bool, seed: int, width: int = WIDTH,
                  vocab: int = VOCAB) -> tuple[ResidualMLP, nn.Linear]:
     """A teacher (W₂ scaled by 1/√depth) and its default-initialised head, seeded."""
-    gen_state = torch.random.get_rng_state()
-    torch.manual_seed(seed)
-    try:
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
         net = ResidualMLP(depth, width, tied=tied)
         with torch.no_grad():
             for block in {id(b): b for b in net.blocks}.values():  # a tied block once
                 block.w2.weight.mul_(1 / math.sqrt(depth))
         head = nn.Linear(width, vocab, bias=False)
-    finally:
-        torch.random.set_rng_state(gen_state)
     for p in [*net.parameters(), *head.parameters()]:
         p.requires_grad_(False)
     return net, head
@@ -92,15 +89,12 @@ def make_teacher(depth: int, *, tied: bool, seed: int, width: int = WIDTH,
 def make_student(depth: int, *, seed: int, width: int = WIDTH, vocab: int = VOCAB,
                  head: bool = True) -> nn.ModuleDict:
     """A student that starts as the identity map: every W₂ and the head are zero."""
-    gen_state = torch.random.get_rng_state()
-    torch.manual_seed(seed)
-    try:
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
         net = ResidualMLP(depth, width)
         parts = {"net": net}
         if head:
             parts["head"] = nn.Linear(width, vocab, bias=False)
-    finally:
-        torch.random.set_rng_state(gen_state)
     with torch.no_grad():
         for block in net.blocks:
             block.w2.weight.zero_()
