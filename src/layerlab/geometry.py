@@ -144,7 +144,7 @@ def middle_summary(stats: dict[str, dict[str, Any]], *, convention: str = "raw",
         mid = hidden.middle_layers(L)
         theta = np.array(g["theta"]["mean"])[mid]
         rel = np.array(g["rel_update"]["mean"])[mid]
-        tdh = np.array(g["theta_dh"]["mean"])[1 : max(1, L - 2)]
+        tdh = np.array(g["theta_dh"]["mean"])[hidden.middle_pairs(L)]
         rows.append({"model": name, "layers": L, "width": s["summary"]["d_model"],
                      "family": name.startswith(FAMILY_PREFIX),
                      "middle_theta": float(theta.mean()) if theta.size else np.nan,

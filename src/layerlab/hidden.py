@@ -300,3 +300,9 @@ def block_batches(blocks: torch.Tensor, batch_size: int) -> list[dict[str, torch
 def middle_layers(n_layers: int) -> slice:
     """Blocks 2..L−1 (1-based), i.e. every block but the first and the last."""
     return slice(1, n_layers - 1)
+
+
+def middle_pairs(n_layers: int) -> slice:
+    """Consecutive-update pairs (Δh_l, Δh_{l+1}) with both updates from middle blocks, as indices
+    into `theta_dh`: l = 1..L−3 (empty below 4 blocks)."""
+    return slice(1, max(1, n_layers - 2))

@@ -245,14 +245,15 @@ def student_angles(sweep: Sweep, n: int = 512) -> list[dict[str, Any]]:
         nets = [(f"student ℓ={d}", s["net"]) for d, s in zip(sweep.cfg.student_depths, sweep.students)]
         nets.append((f"teacher ({sweep.cfg.teacher}, {sweep.cfg.teacher_depth})", sweep.teacher))
         for name, net in nets:
-            if net.depth < 3:
+            if net.depth < 4:  # no pair of middle updates below 4 blocks
                 continue
             states = [s.unsqueeze(0) for s in net.trajectory(x)]
             out = hidden.layer_angles(states)
-            mid = slice(1, max(2, net.depth - 2))
             rows.append({"network": name, "depth": net.depth,
-                         "middle_theta_dh": float(np.mean(out["theta_dh"][mid])),
-                         "middle_theta": float(np.mean(out["theta"][1:-1]))})
+                         "middle_theta_dh": float(np.mean(out["theta_dh"][
+                             hidden.middle_pairs(net.depth)])),
+                         "middle_theta": float(np.mean(out["theta"][
+                             hidden.middle_layers(net.depth)]))})
     return rows
 
 
