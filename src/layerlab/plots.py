@@ -308,3 +308,132 @@ def signature_chart(rows: pd.DataFrame) -> alt.Chart:
         x=alt.X("network:N", title=None, sort=None), y=alt.Y("middle_theta_dh:Q", title="θ(Δh_l, Δh_{l+1}) (rad)"),
         color="teacher:N", column=alt.Column("teacher:N", title=None),
         tooltip=["network", alt.Tooltip("middle_theta_dh:Q", format=".3f")]).properties(width=220)
+
+
+# --- chapter 05: the importance map ------------------------------------------------------------
+SIGN_COLORS = alt.Scale(domain=["worse (deg > 0)", "better (deg < 0)"], range=["#4c78a8", "#e45756"])
+
+
+def importance_bars(table: pd.DataFrame) -> alt.Chart:
+    """Degradation per layer on a log scale of |deg|, coloured by sign; radio buttons pick the
+    evaluation set and a dropdown the ablation method. Hover a bar for PPL, CI and class."""
+    df = table.assign(
+        abs_deg=table["deg"].abs().clip(lower=1e-3),
+        sign=np.where(table["deg"] < 0, "better (deg < 0)", "worse (deg > 0)"),
+    )
+    sets = sorted(df["set"].unique())
+    methods = list(dict.fromkeys(df["method"]))
+    pick_set = alt.param(name="evalset", value=sets[-1],
+                         bind=alt.binding_radio(options=sets, name="evaluation set: "))
+    pick_method = alt.param(name="method", value=methods[0],
+                            bind=alt.binding_select(options=methods, name="ablation: "))
+    return (
+        alt.Chart(df, title="Perplexity degradation when one layer is ablated (log |deg %|)")
+        .mark_bar()
+        .encode(
+            x=alt.X("layer:O", title="layer (0-based)"),
+            y=alt.Y("abs_deg:Q", scale=alt.Scale(type="log", domainMin=1e-2),
+                    title="|degradation| % (log scale)"),
+            color=alt.Color("sign:N", scale=SIGN_COLORS, title=None,
+                            legend=alt.Legend(orient="bottom")),
+            tooltip=["set", "method", "layer", "class", alt.Tooltip("ppl:Q", format=",.2f"),
+                     alt.Tooltip("deg:Q", format="+,.1f", title="deg %"),
+                     alt.Tooltip("lo:Q", format="+,.1f", title="CI low"),
+                     alt.Tooltip("hi:Q", format="+,.1f", title="CI high")],
+        )
+        .add_params(pick_set, pick_method)
+        .transform_filter((alt.datum.set == pick_set) & (alt.datum.method == pick_method))
+        .properties(width=620)
+    )
+
+
+def method_lines(table: pd.DataFrame) -> alt.Chart:
+    """log10 PPL per layer, one line per ablation method; click the legend to highlight."""
+    pick = alt.selection_point(fields=["method"], bind="legend")
+    return (
+        alt.Chart(table, title="Ablation methods compared (log10 perplexity by layer)")
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("layer:Q", title="layer"),
+            y=alt.Y("log10_ppl:Q", title="log10 perplexity"),
+            color=alt.Color("method:N", legend=alt.Legend(orient="bottom", columns=2)),
+            strokeDash=alt.StrokeDash("set:N"),
+            opacity=alt.condition(pick, alt.value(1.0), alt.value(0.15)),
+            tooltip=["set", "method", "layer", alt.Tooltip("ppl:Q", format=",.2f"),
+                     alt.Tooltip("deg:Q", format="+,.1f")],
+        )
+        .add_params(pick)
+        .properties(width=620)
+    )
+
+
+def anchor_scatter(points: pd.DataFrame, metric: str, title: str) -> alt.Chart:
+    """Neighbour-average degradation (log) against a removal-based layer metric, layer labels."""
+    base = alt.Chart(points, title=title).encode(
+        x=alt.X(f"{metric}:Q", title=metric.replace("_", " ")),
+        y=alt.Y("abs_deg:Q", scale=alt.Scale(type="log"), title="|neighbour-average deg| %"),
+        tooltip=["layer", alt.Tooltip(f"{metric}:Q", format=".4f"),
+                 alt.Tooltip("deg:Q", format="+,.1f")],
+    )
+    return base.mark_circle(size=60) + base.mark_text(dx=9, fontSize=10).encode(text="layer:N")
+
+
+# --- chapter 06: manipulation strategies -------------------------------------------------------
+def strategy_bars(joint: pd.DataFrame) -> alt.Chart:
+    """Degradation of each strategy on the target set (log |deg|), one panel row per set."""
+    df = joint.assign(abs_deg=joint["deg"].abs().clip(lower=1e-2),
+                      sign=np.where(joint["deg"] < 0, "better (deg < 0)", "worse (deg > 0)"))
+    return (
+        alt.Chart(df, title="Strategies applied to the target set jointly (log |deg %|)")
+        .mark_bar()
+        .encode(
+            y=alt.Y("strategy:N", sort="-x", title=None),
+            x=alt.X("abs_deg:Q", scale=alt.Scale(type="log", domainMin=1e-1),
+                    title="|degradation| % (log scale)"),
+            color=alt.Color("sign:N", scale=SIGN_COLORS, title=None,
+                            legend=alt.Legend(orient="bottom")),
+            row=alt.Row("set:N", title=None),
+            tooltip=["set", "strategy", alt.Tooltip("ppl:Q", format=",.2f"),
+                     alt.Tooltip("deg:Q", format="+,.1f", title="deg %"),
+                     alt.Tooltip("lo:Q", format="+,.1f", title="CI low"),
+                     alt.Tooltip("hi:Q", format="+,.1f", title="CI high")],
+        )
+        .properties(width=460, height=alt.Step(20))
+    )
+
+
+def single_layer_heatmap(single: pd.DataFrame) -> alt.Chart:
+    """Each strategy on each target layer alone: degradation % (symmetric log colour)."""
+    pick_set = alt.param(name="single_set", value="E1",
+                         bind=alt.binding_radio(options=sorted(single["set"].unique()),
+                                                name="evaluation set: "))
+    return (
+        alt.Chart(single, title="Each strategy on one layer at a time (degradation %)")
+        .mark_rect()
+        .encode(
+            x=alt.X("layer:O"), y=alt.Y("strategy:N", title=None),
+            color=alt.Color("deg:Q", scale=alt.Scale(type="symlog", scheme="redblue",
+                                                     reverse=True, domainMid=0),
+                            title="deg %"),
+            tooltip=["set", "strategy", "layer", alt.Tooltip("deg:Q", format="+,.1f"),
+                     alt.Tooltip("lo:Q", format="+,.1f", title="CI low"),
+                     alt.Tooltip("hi:Q", format="+,.1f", title="CI high")],
+        )
+        .add_params(pick_set)
+        .transform_filter(alt.datum.set == pick_set)
+        .properties(width=480, height=alt.Step(24))
+    )
+
+
+def alpha_sweep(alpha: pd.DataFrame) -> alt.Chart:
+    """Degradation vs the scale factor α for three scopes, with CI bands."""
+    base = alt.Chart(alpha, title="Scaling W ← α·W: degradation vs α").encode(
+        x=alt.X("alpha:Q", title="α", scale=alt.Scale(zero=False)),
+        color=alt.Color("scope:N", legend=alt.Legend(orient="bottom")))
+    band = base.mark_area(opacity=0.2).encode(y=alt.Y("lo:Q", title="degradation %"), y2="hi:Q",
+                                              detail="set:N")
+    line = base.mark_line(point=True).encode(
+        y="deg:Q", strokeDash=alt.StrokeDash("set:N"),
+        tooltip=["set", "scope", "alpha", alt.Tooltip("deg:Q", format="+,.1f"),
+                 alt.Tooltip("lo:Q", format="+,.1f"), alt.Tooltip("hi:Q", format="+,.1f")])
+    return (band + line).properties(width=520)

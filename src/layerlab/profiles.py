@@ -47,6 +47,16 @@ CPU_TOY_SWEEPS = {
     **{f"kl-T{T:g}-{t}": {"objective": "kl", "teacher": t, "temperature": T}
        for T in (1.0, 0.1, 0.01) for t in ("independent", "tied")},
 }
+ALL_MAP_METHODS = ("neighbour_average", "neighbour_average_linear", "skip", "mean_of_others",
+                   "neighbour_average_attention", "neighbour_average_mlp")
+# P2 chapters (research/paper2.md §3-§7): one model, E0 = our 10 sentences, E1 = held-out text
+CPU_ANATOMY = {
+    "model": "smollm2-135m-instruct-q4", "n_layers": 30, "e1_source": "wikipedia",
+    "e1_tokens": 20_000, "e1_max_len": 96, "batch_tokens": 2048, "bootstrap": 1000,
+    "map_methods": {"E0": ALL_MAP_METHODS, "E1": ("neighbour_average", "skip")},
+    "alphas": (0.5, 0.8, 0.9, 0.95, 1.05, 1.1), "generate_tokens": 40,
+}
+
 # The paper's grid (App. C): 16 temperatures x 3 teacher replicates x 2 teacher types with a
 # learned head and constant LR (exp-9/9-1, 40k steps), plus the MSE runs (exp-9-6, 80k steps).
 GPU_TOY_SWEEPS = {
@@ -79,7 +89,14 @@ PROFILES: dict[str, Profile] = {
                        "steps": 60, "eval_every": 30, "eval_batches": 2, "signature_steps": 40,
                        "sweeps": {"mse-independent": {"objective": "mse"},
                                   "mse-tied": {"objective": "mse", "teacher": "tied"},
-                                  "kl-T1-tied": {"teacher": "tied"}}}},
+                                  "kl-T1-tied": {"teacher": "tied"}}},
+               "anatomy": {"model": "tiny-llama", "tiny_layers": 6, "n_layers": 6,
+                           "e1_source": "wikipedia", "e1_tokens": 300, "e1_max_len": 200,
+                           "batch_tokens": 1024, "bootstrap": 50,
+                           "map_methods": {"E0": ("neighbour_average", "skip",
+                                                  "neighbour_average_linear"),
+                                           "E1": ("neighbour_average", "skip")},
+                           "alphas": (0.5, 0.9), "generate_tokens": 8}},
     ),
     "cpu": Profile(
         name="cpu",
@@ -102,7 +119,8 @@ PROFILES: dict[str, Profile] = {
                # batch 256; 12k steps (~5 min a sweep on one core)
                "toy": {"teacher_depth": 64, "student_depths": (2, 4, 8, 16), "batch_size": 256,
                        "steps": 12_000, "eval_every": 1000, "signature_steps": 4000,
-                       "sweeps": CPU_TOY_SWEEPS}},
+                       "sweeps": CPU_TOY_SWEEPS},
+               "anatomy": CPU_ANATOMY},
     ),
     "gpu": Profile(
         name="gpu",
@@ -139,7 +157,11 @@ PROFILES: dict[str, Profile] = {
                                        "HuggingFaceTB/SmolLM2-135M")},
                "toy": {"teacher_depth": 128, "student_depths": (6, 12, 16, 24, 32, 48),
                        "batch_size": 1024, "eval_every": 2000, "signature_steps": 80_000,
-                       "sweeps": GPU_TOY_SWEEPS}},
+                       "sweeps": GPU_TOY_SWEEPS},
+               # the paper's base checkpoint in float32; E1 >= 100k FineWeb tokens
+               "anatomy": {**CPU_ANATOMY, "model": "HuggingFaceTB/SmolLM2-135M",
+                           "e1_source": "fineweb", "e1_tokens": 100_000, "batch_tokens": 8192,
+                           "map_methods": {"E0": ALL_MAP_METHODS, "E1": ALL_MAP_METHODS}}},
     ),
 }
 

@@ -1,0 +1,79 @@
+"""The shared setting of P2's chapters: one model, the E0/E1 evaluators, and a results cache
+whose keys say which model and which sentences produced a number."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any
+
+import torch
+
+from .. import models, results
+from ..profiles import Profile
+from . import evalsets
+from .evaluator import Evaluator, Scores
+
+
+def config_for(profile: Profile) -> dict[str, Any]:
+    return dict(profile.extra["anatomy"])
+
+
+class Lab:
+    """Loads the model and builds evaluators only when a result is missing from the cache."""
+
+    def __init__(self, profile: Profile, *, progress: bool = True) -> None:
+        self.profile = profile
+        self.cfg = config_for(profile)
+        self.cache = results.Cache(profile.name)
+        self.progress = progress
+        self._evaluators: dict[str, Evaluator] = {}
+
+    @property
+    def model_name(self) -> str:
+        return self.cfg["model"]
+
+    def key(self, **extra: Any) -> dict[str, Any]:
+        """Cache key: model, evaluation-set settings and whatever the experiment adds."""
+        keep = ("model", "e1_source", "e1_tokens", "e1_max_len", "batch_tokens", "dtype")
+        return {**{k: self.cfg.get(k) for k in keep}, **extra}
+
+    @cached_property
+    def lm(self) -> models.LoadedModel:
+        dtype = getattr(torch, self.cfg.get("dtype", "float32"))
+        if self.model_name.startswith("tiny-"):
+            return models.load_tiny(self.model_name, layers=self.cfg.get("tiny_layers", 6))
+        return models.load(self.model_name, dtype=dtype, device=models.default_device())
+
+    @property
+    def n_layers(self) -> int:
+        return int(self.cfg["n_layers"])
+
+    def evalset(self, name: str) -> evalsets.EvalSet:
+        if name == "E0":
+            return evalsets.e0(self.lm.tokenizer)
+        if name == "E1":
+            return evalsets.e1(self.lm.tokenizer, self.cfg["e1_source"],
+                               min_tokens=self.cfg["e1_tokens"], max_len=self.cfg["e1_max_len"])
+        raise ValueError(f"unknown evaluation set {name!r}; use 'E0' or 'E1'")
+
+    def evaluator(self, name: str) -> Evaluator:
+        if name not in self._evaluators:
+            ev = Evaluator(self.lm, self.evalset(name), batch_tokens=self.cfg["batch_tokens"],
+                           progress=self.progress)
+            if ev.lm.n_layers != self.n_layers:
+                raise ValueError(f"{self.model_name} has {ev.lm.n_layers} layers; the profile "
+                                 f"expects {self.n_layers} (set extra['anatomy']['n_layers'])")
+            self._evaluators[name] = ev
+        return self._evaluators[name]
+
+    def base(self, name: str) -> Scores:
+        """Base scores of a set (cached)."""
+        value = self.cache.cached("anatomy_base", self.key(set=name),
+                                  lambda: self.evaluator(name).base().to_dict())
+        return Scores.from_dict(value)
+
+    def describe_sets(self) -> list[dict[str, Any]]:
+        """Size of each evaluation set (cached, so notebooks need no model to show it)."""
+        return [self.cache.cached("anatomy_sets", self.key(set=name),
+                                  lambda name=name: self.evalset(name).describe())
+                for name in ("E0", "E1")]

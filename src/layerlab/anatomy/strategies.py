@@ -1,0 +1,213 @@
+"""Chapter 06: P2's five weight-manipulation strategies (research/paper2.md §7).
+
+Each strategy is applied to a target set S (by default the connective layers of chapter 05's
+map, jointly) and to each layer of S alone; scaling is swept over α; greedy generations for fixed
+prompts show what the perplexity numbers mean as text.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from .. import claims
+from . import edits
+from .evaluator import Scores
+from .importance import degradation_table
+from .lab import Lab
+
+# name -> (edit kind, options); the first five are the paper's strategies
+STRATEGIES: dict[str, tuple[str, dict[str, Any]]] = {
+    "zero": ("zero", {}),
+    "clone": ("clone", {}),
+    "mix": ("mix", {}),
+    "low-rank mix r=64": ("low_rank_mix", {"rank": 64}),
+    "scale ×0.9": ("scale", {"alpha": 0.9}),
+}
+VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "low-rank mix r=16": ("low_rank_mix", {"rank": 16}),
+    "low-rank mix r=128": ("low_rank_mix", {"rank": 128}),
+    "neighbour average (C1)": ("neighbour_average", {}),
+}
+BENIGN = "scale ×0.9"
+BENIGN_MAX, HARMFUL_MIN = 30.0, 100.0  # degradation % thresholds of the verdict
+PROMPTS = (
+    "The capital of France is",
+    "Once upon a time, in a small village,",
+    "The main reason why the sky is blue is",
+    "To make a good cup of tea, you first",
+    "The most important discovery in the history of science was",
+)
+
+
+def target_set(table: pd.DataFrame, set_name: str = "E1") -> list[int]:
+    """Chapter 05's connective tissue (and anti-layers): the paper's "redundant layers"."""
+    nb = table[(table["method"] == "neighbour_average") & (table["set"] == set_name)]
+    return sorted(int(l) for l in nb.loc[nb["class"].isin(["connective", "anti-layer"]), "layer"])
+
+
+def _edit(name: str, layers: list[int] | tuple[int, ...]) -> edits.Edit:
+    kind, opts = {**STRATEGIES, **VARIANTS}[name]
+    return edits.edit(kind, list(layers), **opts)
+
+
+def plan(lab: Lab, target: list[int]) -> dict[str, dict[str, Any]]:
+    """Every evaluation of the chapter: joint, one layer at a time, and the α sweep."""
+    cfg = lab.cfg
+    L = lab.n_layers
+    peak = min(11, L - 1)
+    scopes = {"target set": target, "all layers": list(range(L)), f"L{peak} alone": [peak]}
+    items: dict[str, dict[str, Any]] = {}
+    for s in ("E0", "E1"):
+        for name in (*STRATEGIES, *VARIANTS):
+            items[f"{s}-joint-{name}"] = {"set": s, "part": "joint", "strategy": name,
+                                         "layers": target}
+        for name in STRATEGIES:
+            for l in target:
+                items[f"{s}-single-{name}-L{l:02d}"] = {"set": s, "part": "single",
+                                                        "strategy": name, "layers": [l]}
+        for scope, layers in scopes.items():
+            for alpha in cfg["alphas"]:
+                items[f"{s}-alpha-{scope}-{alpha:g}"] = {
+                    "set": s, "part": "alpha", "strategy": f"scale ×{alpha:g}", "scope": scope,
+                    "alpha": alpha, "layers": layers}
+    return items
+
+
+def _item_edit(item: dict[str, Any]) -> edits.Edit:
+    if item["part"] == "alpha":
+        return edits.edit("scale", item["layers"], alpha=item["alpha"])
+    return _edit(item["strategy"], item["layers"])
+
+
+def run(lab: Lab, target: list[int]) -> dict[str, Any]:
+    """Degradation tables of the three parts, each evaluation cached as it finishes."""
+    if not target:
+        raise ValueError("the target set is empty: chapter 05's map found no connective layers")
+    items = plan(lab, target)
+    stored = lab.cache.for_each(
+        "manipulation", lab.key(target=target), items,
+        lambda _n, item: lab.evaluator(item["set"]).evaluate(_item_edit(item)).to_dict(),
+        progress=lab.progress)
+    bases = {s: lab.base(s) for s in ("E0", "E1")}
+    out = {}
+    for part in ("joint", "single", "alpha"):
+        keys = [k for k, it in items.items() if it["part"] == part]
+        if part == "single":
+            runs = {(items[k]["set"], items[k]["strategy"], items[k]["layers"][0]):
+                    Scores.from_dict(stored[k]) for k in keys}
+            names = ("strategy", "layer")
+        elif part == "alpha":
+            runs = {(items[k]["set"], items[k]["scope"], items[k]["alpha"]):
+                    Scores.from_dict(stored[k]) for k in keys}
+            names = ("scope", "alpha")
+        else:
+            runs = {(items[k]["set"], items[k]["strategy"], "S"): Scores.from_dict(stored[k])
+                    for k in keys}
+            names = ("strategy", "target")
+        out[part] = degradation_table(runs, bases, resamples=lab.cfg["bootstrap"], names=names)
+    out["joint"] = out["joint"].drop(columns="target")
+    out["joint"]["paper's five"] = out["joint"]["strategy"].isin(list(STRATEGIES))
+    out["target"] = target
+    return out
+
+
+# -- generations ---------------------------------------------------------------------------------
+def distinct_2(tokens: list[int]) -> float:
+    """Unique bigrams / bigrams (1 = no bigram repeats; low values mean loops)."""
+    pairs = list(zip(tokens, tokens[1:]))
+    return len(set(pairs)) / len(pairs) if pairs else float("nan")
+
+
+def repeated_3(tokens: list[int]) -> float:
+    """Share of trigrams that already occurred earlier in the same text."""
+    tri = list(zip(tokens, tokens[1:], tokens[2:]))
+    return 1 - len(set(tri)) / len(tri) if tri else float("nan")
+
+
+@torch.no_grad()
+def greedy(lm, prompt: str, max_new_tokens: int) -> list[int]:
+    """Greedy continuation token ids (no sampling, no BOS beyond the tokenizer's default)."""
+    ids = torch.tensor([lm.tokenizer(prompt)["input_ids"]], device=lm.device)
+    out = lm.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
+                            max_new_tokens=max_new_tokens, do_sample=False, num_beams=1,
+                            pad_token_id=lm.tokenizer.eos_token_id or 0)
+    return out[0, ids.shape[1]:].tolist()
+
+
+def generation_conditions(target: list[int], n_layers: int) -> dict[str, edits.Edit | None]:
+    conds: dict[str, edits.Edit | None] = {"unedited": None}
+    conds.update({f"{name} on S": _edit(name, target) for name in STRATEGIES})
+    conds["scale ×0.9 on all layers"] = edits.edit("scale", list(range(n_layers)), alpha=0.9)
+    return conds
+
+
+def generations(lab: Lab, target: list[int]) -> pd.DataFrame:
+    """Greedy continuations of the fixed prompts under each condition, with repetition scores."""
+    n_new = lab.cfg["generate_tokens"]
+    conds = generation_conditions(target, lab.n_layers)
+
+    def compute(name: str, _item: Any) -> list[dict[str, Any]]:
+        rows = []
+        with edits.applied(lab.lm, conds[name]):
+            for prompt in PROMPTS:
+                tokens = greedy(lab.lm, prompt, n_new)
+                rows.append({"prompt": prompt, "text": lab.lm.tokenizer.decode(tokens),
+                             "distinct_2": distinct_2(tokens), "repeated_3": repeated_3(tokens),
+                             "tokens": len(tokens)})
+        return rows
+
+    stored = lab.cache.for_each("generations", lab.key(target=target, new_tokens=n_new,
+                                                       prompts=list(PROMPTS)),
+                                {c: c for c in conds}, compute, progress=lab.progress)
+    return pd.DataFrame([{"condition": c, **row} for c, rows in stored.items() for row in rows])
+
+
+def generation_summary(gens: pd.DataFrame) -> pd.DataFrame:
+    return gens.groupby("condition", sort=False)[["distinct_2", "repeated_3"]].mean().round(3)
+
+
+def assess(result: dict[str, Any], gens: pd.DataFrame, setting: str) -> list[claims.Claim]:
+    joint = result["joint"].set_index(["set", "strategy"])
+    chapter = "06_manipulation_strategies"
+    others = [s for s in STRATEGIES if s != BENIGN]
+    checks = {}
+    for s in ("E0", "E1"):
+        checks[f"{s}: scale ×0.9 < {BENIGN_MAX:g} %"] = joint.loc[(s, BENIGN), "deg"] < BENIGN_MAX
+        for o in others:
+            checks[f"{s}: {o} ≥ {HARMFUL_MIN:g} %"] = joint.loc[(s, o), "deg"] >= HARMFUL_MIN
+    summary = generation_summary(gens)
+    d2 = summary["distinct_2"]
+    checks["generations: scale ×0.9 keeps ≥ 90 % of the unedited distinct-2"] = (
+        d2[f"{BENIGN} on S"] >= 0.9 * d2["unedited"])
+    ours = "; ".join(f"{s}: " + ", ".join(f"{n} {joint.loc[(s, n), 'deg']:+,.0f} %"
+                                          for n in STRATEGIES) for s in ("E0", "E1"))
+    found = [claims.Claim(
+        id="P2-C4-only-scaling", paper="P2", chapter=chapter,
+        statement="Of five manipulation strategies on redundant layers, only scaling by 0.9 "
+                  "preserves quality",
+        paper_value="scale +19 %; zero, clone, mix, low-rank mix up to millions of %",
+        ours=ours,
+        rule=f"on S jointly, each set: scale ×0.9 < {BENIGN_MAX:g} %, every other ≥ "
+             f"{HARMFUL_MIN:g} %; its generations keep ≥ 90 % of the unedited distinct-2",
+        verdict=claims.judge(checks), setting=f"{setting}; S = {result['target']}",
+        numbers={"checks": checks})]
+    checks = {}
+    for s in ("E0", "E1"):
+        checks[f"{s}: scale ×0.9 within ±20 points of +19 %"] = abs(
+            joint.loc[(s, BENIGN), "deg"] - 19) <= 20
+        checks[f"{s}: worst other ≥ 10^5 %"] = max(joint.loc[(s, o), "deg"] for o in others) >= 1e5
+    found.append(claims.Claim(
+        id="P2-C4-magnitudes", paper="P2", chapter=chapter,
+        statement="Scaling costs +19 % perplexity while the other strategies cost millions of %",
+        paper_value="+19 % vs millions of %",
+        ours="; ".join(f"{s}: scale {joint.loc[(s, BENIGN), 'deg']:+.1f} %, worst other "
+                       f"{max(joint.loc[(s, o), 'deg'] for o in others):+,.0f} %"
+                       for s in ("E0", "E1")),
+        rule="scale ×0.9 within ±20 points of +19 %; the worst other ≥ 10^5 %, on each set",
+        verdict=claims.judge(checks), setting=f"{setting}; S = {result['target']}",
+        numbers={"checks": checks}))
+    return found
