@@ -9,8 +9,11 @@ hidden:  the streaming statistics pass (chapters 02-03) vs a bare forward pass o
          the same tokens, and the peak memory for 4 vs 16 windows of 512 tokens.
 toy:     chapter 04's batched step (all student depths, one teacher pass) vs training the
          students one by one for the same steps.
+anatomy: chapter 05's full neighbour-average map of SmolLM2 (base + one edit per layer, in
+         place, restored exactly, blocks below the edit not rerun) vs L+1 plain evaluations of
+         the same sentences; and the same map without the resume (edits only, full forwards).
 
-    python benchmarks/run.py [models|scaling|hidden|toy ...] [--threads N] [--repeats R]
+    python benchmarks/run.py [models|scaling|hidden|toy|anatomy ...] [--threads N] [--repeats R]
 
 Writes benchmarks/out/<suite>.json and prints a table.
 """
@@ -199,9 +202,40 @@ def bench_toy(steps: int = 200, repeats: int = 3) -> dict:
     return {"steps": steps, "together_s": a, "one_by_one_s": b, "ratio_one_by_one_over_together": b / a}
 
 
+def bench_anatomy(min_tokens: int = 2000) -> dict:
+    """The importance map (L+1 evaluations with edits) vs L+1 plain evaluations, one run."""
+    from layerlab.anatomy import edits, evalsets
+    from layerlab.anatomy.evaluator import Evaluator
+
+    lm = models.load(NAME)
+    es = evalsets.e1(lm.tokenizer, "wikipedia", min_tokens=min_tokens)
+    L = lm.n_layers
+
+    def plain():
+        ev = Evaluator(lm, es, resume=False)
+        ev.base()
+        for _ in range(L):
+            ev.evaluate()  # the unedited model, full forward
+
+    def mapped(resume: bool):
+        ev = Evaluator(lm, es, resume=resume)
+        ev.base()
+        for l in range(L):
+            ev.evaluate(edits.edit("neighbour_average", l))
+
+    t_plain = _timed(plain, 1)[0]
+    t_map = _timed(lambda: mapped(True), 1)[0]
+    t_map_full = _timed(lambda: mapped(False), 1)[0]
+    return {"layers": L, "predicted_tokens": es.predicted_tokens, "plain_s": t_plain,
+            "map_resumed_s": t_map, "map_full_forward_s": t_map_full,
+            "ratio_map_over_plain": t_map / t_plain,
+            "ratio_map_without_resume_over_plain": t_map_full / t_plain}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("suites", nargs="*", default=["models", "scaling", "hidden", "toy"])
+    parser.add_argument("suites", nargs="*",
+                        default=["models", "scaling", "hidden", "toy", "anatomy"])
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)
@@ -232,6 +266,15 @@ def main(argv: list[str] | None = None) -> int:
         (OUT / "toy.json").write_text(json.dumps(res, indent=1))
         print(f"toy: {res['steps']} steps, all depths together {res['together_s']:.2f} s, one by one "
               f"{res['one_by_one_s']:.2f} s (ratio {res['ratio_one_by_one_over_together']:.2f}x)")
+    if "anatomy" in args.suites:
+        res = bench_anatomy() | {"provenance": prov | {"model": NAME}}
+        (OUT / "anatomy.json").write_text(json.dumps(res, indent=1))
+        print(f"{res['layers'] + 1} plain evaluations  {res['plain_s']:7.1f} s "
+              f"({res['predicted_tokens']} tokens each)")
+        print(f"importance map (resumed)   {res['map_resumed_s']:7.1f} s  "
+              f"ratio {res['ratio_map_over_plain']:.2f}x")
+        print(f"importance map (full fwd)  {res['map_full_forward_s']:7.1f} s  "
+              f"ratio {res['ratio_map_without_resume_over_plain']:.2f}x")
     if "models" not in args.suites:
         return 0
     result = {"load": bench_load(args.repeats), "forward": bench_forward(args.repeats),

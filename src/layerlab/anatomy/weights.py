@@ -1,0 +1,319 @@
+"""Chapters 07-08: the weights of a trained stack as a sequence over depth (research/paper2.md
+§5-§6): delta correlations with their closed-form null, adjacent-layer correlations, and ridge
+predictability under three protocols, with nulls and positive controls.
+
+Everything element-wise reduces to inner products between layers. For one tensor type the
+layers W_0 … W_{L−1} (flattened) and the all-ones vector span a space in which every prediction
+we make (ridge, mean, persistence, autoregression) is a linear combination, so one Gram matrix
+G = [W; 1][W; 1]ᵀ of size (L+1)² answers every R², cosine and correlation exactly, whatever the
+number of elements. The stack is read once per type; kernel-form ridge then takes milliseconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from ..models import LoadedModel
+from . import edits
+
+# short labels of the nine per-layer tensors of a Llama-style block (P2's table, §2.1)
+LLAMA_TYPES = {
+    "q": "self_attn.q_proj.weight", "k": "self_attn.k_proj.weight",
+    "v": "self_attn.v_proj.weight", "o": "self_attn.o_proj.weight",
+    "gate": "mlp.gate_proj.weight", "up": "mlp.up_proj.weight", "down": "mlp.down_proj.weight",
+    "attn_norm": "input_layernorm.weight", "mlp_norm": "post_attention_layernorm.weight",
+}
+MATRIX_TYPES = ("q", "k", "v", "o", "gate", "up", "down")
+
+
+def tensor_types(lm: LoadedModel) -> dict[str, str]:
+    """Label → parameter name inside a block; Llama-style names, or every parameter otherwise."""
+    names = {n for n, _ in lm.blocks[0].named_parameters()}
+    if set(LLAMA_TYPES.values()) <= names:
+        return dict(LLAMA_TYPES)
+    return {n: n for n in sorted(names)}
+
+
+def stack(lm: LoadedModel, name: str) -> np.ndarray:
+    """[L, n] float32: the flattened tensor `name` of every layer, in depth order."""
+    return np.stack([dict(b.named_parameters())[name].detach().float().cpu().reshape(-1).numpy()
+                     for b in lm.blocks])
+
+
+# -- delta correlation and its null -----------------------------------------------------------
+def _corr_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a = a - a.mean(axis=1, keepdims=True)
+    b = b - b.mean(axis=1, keepdims=True)
+    num = np.einsum("ij,ij->i", a, b, dtype=np.float64)
+    den = np.sqrt(np.einsum("ij,ij->i", a, a, dtype=np.float64)
+                  * np.einsum("ij,ij->i", b, b, dtype=np.float64))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
+
+
+def delta_correlation(stack: np.ndarray) -> np.ndarray:
+    """Pearson correlation of consecutive flattened deltas, corr(Δ_l, Δ_{l+1}) with
+    Δ_l = W_{l+1} − W_l: one value per adjacent pair of deltas (L − 2 values; NaN where a delta
+    is constant). −1/2 exactly for independent layers of equal variance."""
+    s = np.asarray(stack, dtype=np.float64)
+    if s.ndim != 2 or s.shape[0] < 3:
+        raise ValueError(f"need a [layers ≥ 3, elements] stack, got shape {s.shape}")
+    d = np.diff(s, axis=0)
+    return _corr_rows(d[:-1], d[1:])
+
+
+def adjacent_correlation(stack: np.ndarray, lag: int = 1) -> np.ndarray:
+    """corr(W_l, W_{l+lag}) for every l: the quantity that actually decides the delta correlation."""
+    s = np.asarray(stack, dtype=np.float64)
+    return _corr_rows(s[:-lag], s[lag:])
+
+
+def independent_prediction(stack: np.ndarray) -> np.ndarray:
+    """The closed-form delta correlation if layers were independent with their measured
+    variances σ_l²: −σ²_{l+1} / √((σ_l² + σ²_{l+1})(σ²_{l+1} + σ²_{l+2}))."""
+    v = np.asarray(stack, dtype=np.float64).var(axis=1)
+    return -v[1:-1] / np.sqrt((v[:-2] + v[1:-1]) * (v[1:-1] + v[2:]))
+
+
+def stationary_prediction(r1: float, r2: float) -> float:
+    """Delta correlation of a stationary sequence with lag-1/lag-2 correlations r1, r2:
+    (2r1 − 1 − r2) / (2(1 − r1)). AR(1) with ρ gives −(1 − ρ)/2."""
+    return (2 * r1 - 1 - r2) / (2 * (1 - r1))
+
+
+# -- synthetic stacks with known answers (controls) -------------------------------------------
+def synthetic(kind: str, layers: int, n: int, *, rho: float = 0.9, std: float | np.ndarray = 1.0,
+              seed: int = 0) -> np.ndarray:
+    """iid (independent layers), ar1 (persistence rho), walk (random walk), smooth (a common
+    matrix plus a slow drift: strong positive structure)."""
+    rng = np.random.default_rng(seed)
+    std = np.broadcast_to(np.asarray(std, dtype=np.float64), (layers,))
+    if kind == "iid":
+        return rng.standard_normal((layers, n)) * std[:, None]
+    if kind == "ar1":
+        out = np.empty((layers, n))
+        out[0] = rng.standard_normal(n)
+        for l in range(1, layers):
+            out[l] = rho * out[l - 1] + np.sqrt(1 - rho**2) * rng.standard_normal(n)
+        return out * std[:, None]
+    if kind == "walk":
+        return np.cumsum(rng.standard_normal((layers, n)), axis=0) * std[:, None]
+    if kind == "smooth":
+        base, drift = rng.standard_normal(n), rng.standard_normal(n)
+        t = np.linspace(0, 1, layers)[:, None]
+        return base + t * drift + 0.01 * rng.standard_normal((layers, n))
+    raise ValueError(f"unknown synthetic stack {kind!r}; use iid, ar1, walk or smooth")
+
+
+# -- the Gram-space machinery -----------------------------------------------------------------
+@dataclass
+class Gram:
+    """Inner products of the layers and the all-ones vector: G[i, j] = ⟨W_i, W_j⟩, with index L
+    standing for the ones vector (so G[L, L] = n, the number of elements)."""
+
+    G: np.ndarray  # [L+1, L+1], float64
+    n: int
+
+    @property
+    def layers(self) -> int:
+        return self.G.shape[0] - 1
+
+    @classmethod
+    def of(cls, stack: np.ndarray | torch.Tensor) -> "Gram":
+        s = torch.as_tensor(np.asarray(stack, dtype=np.float32))
+        L, n = s.shape
+        g = (s.double() @ s.double().T).numpy() if n * L < 5e7 else _blocked_gram(s)
+        sums = s.double().sum(dim=1).numpy()
+        G = np.empty((L + 1, L + 1))
+        G[:L, :L], G[:L, L], G[L, :L], G[L, L] = g, sums, sums, n
+        return cls(G, n)
+
+    def permuted(self, order: np.ndarray) -> "Gram":
+        idx = np.r_[np.asarray(order), self.layers]
+        return Gram(self.G[np.ix_(idx, idx)], self.n)
+
+    def e(self, i: int) -> np.ndarray:
+        v = np.zeros(self.layers + 1)
+        v[i] = 1.0
+        return v
+
+    def dot(self, a: np.ndarray, b: np.ndarray) -> float:
+        return float(a @ self.G @ b)
+
+    def scores(self, c: np.ndarray, t: int) -> dict[str, float]:
+        """R² (SST about the target's element mean), cosine and SSE of prediction c for layer t."""
+        y = self.e(t)
+        r = y - c
+        sse = self.dot(r, r)
+        ones = self.e(self.layers)
+        sst = self.dot(y, y) - self.dot(y, ones) ** 2 / self.n
+        cos = self.dot(c, y) / np.sqrt(max(self.dot(c, c), 1e-300) * self.dot(y, y))
+        return {"r2": 1 - sse / sst, "cosine": cos, "sse": sse}
+
+
+def _blocked_gram(s: torch.Tensor, block: int = 1 << 20) -> np.ndarray:
+    g = torch.zeros(s.shape[0], s.shape[0], dtype=torch.float64)
+    for start in range(0, s.shape[1], block):
+        part = s[:, start : start + block].double()
+        g += part @ part.T
+    return g.numpy()
+
+
+def ridge_coefficients(gram: Gram, train: list[int], target: int, alpha: float) -> np.ndarray:
+    """Kernel ridge (with intercept) from layer t−1 to layer t, trained on the pairs whose targets
+    are `train`, predicting `target`: the prediction as coefficients over [W; 1]."""
+    L1 = gram.layers + 1
+    m = len(train)
+    X = np.zeros((m, L1))
+    Y = np.zeros((m, L1))
+    for row, t in enumerate(train):
+        X[row, t - 1] = 1.0
+        Y[row, t] = 1.0
+    xc = X - X.mean(axis=0)
+    yc = Y - Y.mean(axis=0)
+    K = xc @ gram.G @ xc.T
+    x = np.zeros(L1)
+    x[target - 1] = 1.0
+    k = (x - X.mean(axis=0)) @ gram.G @ xc.T
+    weights = np.linalg.solve(K + alpha * np.eye(m), k)
+    return Y.mean(axis=0) + weights @ yc
+
+
+def ridge_scores(gram: Gram, alpha: float, protocol: str, split: int | None = None
+                 ) -> list[dict[str, Any]]:
+    """Per target layer scores of P2's layer-as-sample ridge (§5.2 P1).
+
+    in_sample: fit and score on every pair (targets 1 … L−1); forward: train on targets < split,
+    test on targets ≥ split; loo: each target predicted by a fit on all the other pairs.
+    """
+    L = gram.layers
+    split = split if split is not None else default_split(L)
+    targets = list(range(1, L))
+    rows = []
+    for t in targets if protocol != "forward" else range(split, L):
+        if protocol == "in_sample":
+            train = targets
+        elif protocol == "forward":
+            train = list(range(1, split))
+        elif protocol == "loo":
+            train = [u for u in targets if u != t]
+        else:
+            raise ValueError(f"unknown protocol {protocol!r}: in_sample, forward or loo")
+        rows.append({"target": t, **gram.scores(ridge_coefficients(gram, train, t, alpha), t)})
+    return rows
+
+
+def default_split(L: int) -> int:
+    """The first test layer of the forward split: 20 of 30 (the spec's l ≥ 20)."""
+    return max(2, round(L * 2 / 3))
+
+
+def baseline_scores(gram: Gram, kind: str, split: int | None = None) -> list[dict[str, Any]]:
+    """Nulls on the forward split: the mean of the training layers, or persistence (W_{t−1})."""
+    L = gram.layers
+    split = split if split is not None else default_split(L)
+    rows = []
+    for t in range(split, L):
+        if kind == "mean":
+            c = np.zeros(L + 1)
+            c[:split] = 1.0 / split
+        elif kind == "persistence":
+            c = gram.e(t - 1)
+        else:
+            raise ValueError(f"unknown baseline {kind!r}")
+        rows.append({"target": t, **gram.scores(c, t)})
+    return rows
+
+
+def autoregression(gram: Gram, split: int | None = None, ridge: float = 1e-6) -> dict[str, Any]:
+    """§5.2 P2: W_l[i] ≈ a·W_{l−1}[i] + b·W_{l−2}[i] + c with coefficients shared by all elements,
+    least squares over every element of the training layers (l < split), scored on l ≥ split."""
+    L = gram.layers
+    split = split if split is not None else default_split(L)
+    ones = L
+    A = np.zeros((3, 3))
+    rhs = np.zeros(3)
+    for t in range(2, split):
+        f = [t - 1, t - 2, ones]
+        A += gram.G[np.ix_(f, f)]
+        rhs += gram.G[f, t]
+    a, b, c = np.linalg.solve(A + ridge * np.trace(A) * np.eye(3), rhs)
+    rows = []
+    for t in range(split, L):
+        coef = np.zeros(L + 1)
+        coef[t - 1], coef[t - 2], coef[ones] = a, b, c
+        rows.append({"target": t, **gram.scores(coef, t)})
+    return {"a": float(a), "b": float(b), "c": float(c), "rows": rows}
+
+
+def prediction_tensor(stack: np.ndarray, coef: np.ndarray) -> np.ndarray:
+    """The flattened tensor a coefficient vector over [W; 1] stands for."""
+    return coef[:-1] @ np.asarray(stack, dtype=np.float64) + coef[-1]
+
+
+# -- summary-statistic descriptors (§5.2 P3) ---------------------------------------------------
+def descriptors(matrix: torch.Tensor, quantiles: int = 512) -> dict[str, np.ndarray]:
+    """Permutation-invariant descriptors of one weight matrix: sorted values (quantiles), the
+    singular-value spectrum, and the column and row norm profiles."""
+    w = matrix.detach().double()
+    q = torch.linspace(0, 1, quantiles, dtype=torch.float64)
+    flat = w.reshape(-1)
+    sorted_vals = torch.quantile(flat, q) if flat.numel() <= 16_000_000 else torch.quantile(
+        flat[:: max(1, flat.numel() // 16_000_000)], q)
+    out = {"sorted values": sorted_vals.numpy()}
+    if w.ndim == 2:
+        out["singular values"] = torch.linalg.svdvals(w).numpy()
+        out["column norms"] = w.norm(dim=0).numpy()
+        out["row norms"] = w.norm(dim=1).numpy()
+    return out
+
+
+def descriptor_scores(profiles: np.ndarray, alpha: float, split: int | None = None) -> dict[str, float]:
+    """Forward-split R² of predicting layer l's descriptor from layer l−1's (kernel ridge), and
+    of persistence, averaged over the test layers."""
+    gram = Gram.of(profiles)
+    ridge = ridge_scores(gram, alpha, "forward", split)
+    persist = baseline_scores(gram, "persistence", split)
+    return {"ridge_r2": float(np.mean([r["r2"] for r in ridge])),
+            "persistence_r2": float(np.mean([r["r2"] for r in persist]))}
+
+
+# -- random-init control ---------------------------------------------------------------------
+def random_init_stack(shape: tuple[int, ...], layers: int, *, is_norm: bool, std: float,
+                      seed: int) -> np.ndarray:
+    """What an untrained model of the same config holds: N(0, std²) matrices (HF's Llama init
+    with initializer_range) and all-ones norm weights."""
+    n = int(np.prod(shape))
+    if is_norm:
+        return np.ones((layers, n), dtype=np.float32)
+    gen = torch.Generator().manual_seed(seed)
+    return (torch.randn(layers, n, generator=gen) * std).numpy()
+
+
+def shuffled(stack: np.ndarray, seed: int = 0) -> np.ndarray:
+    return stack[np.random.default_rng(seed).permutation(stack.shape[0])]
+
+
+def matched_gaussian(stack: np.ndarray, seed: int = 0) -> np.ndarray:
+    """i.i.d. Gaussian layers with each real layer's mean and std."""
+    rng = np.random.default_rng(seed)
+    s = np.asarray(stack, dtype=np.float64)
+    return (rng.standard_normal(s.shape) * s.std(axis=1, keepdims=True)
+            + s.mean(axis=1, keepdims=True)).astype(np.float32)
+
+
+def replace_edit(lm: LoadedModel, values: dict[int, dict[str, np.ndarray]]) -> edits.Edit:
+    """An edit that writes the given flattened tensors (reshaped to the parameters) into layers."""
+    shaped = {}
+    for l, tensors in values.items():
+        params = dict(lm.blocks[l].named_parameters())
+        shaped[l] = {n: torch.as_tensor(np.asarray(v, dtype=np.float32)).reshape(params[n].shape)
+                     for n, v in tensors.items()}
+    return edits.edit("replace", sorted(values), values=shaped)
+
+
+Stat = Callable[[np.ndarray], np.ndarray]
