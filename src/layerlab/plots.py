@@ -437,3 +437,81 @@ def alpha_sweep(alpha: pd.DataFrame) -> alt.Chart:
         tooltip=["set", "scope", "alpha", alt.Tooltip("deg:Q", format="+,.1f"),
                  alt.Tooltip("lo:Q", format="+,.1f"), alt.Tooltip("hi:Q", format="+,.1f")])
     return (band + line).properties(width=520)
+
+
+# --- chapter 07: weight predictability ---------------------------------------------------------
+def r2_vs_alpha(ridge: pd.DataFrame, paper_r2: float = 0.91) -> alt.Chart:
+    """Ridge R² against the regularisation α, in-sample vs forward split, one line per type."""
+    df = ridge[(ridge["stack"] == "real") & ridge["protocol"].isin(["in_sample", "forward"])]
+    df = df.assign(r2_shown=df["r2"].clip(lower=-0.5))
+    pick = alt.selection_point(fields=["type"], bind="legend")
+    lines = alt.Chart(df, title="Ridge R² vs α: in-sample (solid) vs forward split (dashed)").mark_line(
+        point=True).encode(
+        x=alt.X("alpha:Q", scale=alt.Scale(type="log"), title="ridge α"),
+        y=alt.Y("r2_shown:Q", title="R² (clipped at −0.5)"),
+        color=alt.Color("type:N", legend=alt.Legend(orient="bottom", columns=5)),
+        strokeDash=alt.StrokeDash("protocol:N"),
+        opacity=alt.condition(pick, alt.value(1.0), alt.value(0.15)),
+        tooltip=["type", "protocol", alt.Tooltip("alpha:Q", format=".3g"),
+                 alt.Tooltip("r2:Q", format=".4f"), alt.Tooltip("cosine:Q", format=".4f")],
+    ).add_params(pick)
+    rule = alt.Chart(pd.DataFrame({"r2": [paper_r2]})).mark_rule(strokeDash=[4, 4], color="gray").encode(
+        y="r2:Q", tooltip=[alt.Tooltip("r2:Q", title="paper reported")])
+    return (lines + rule).properties(width=560)
+
+
+def paradox_chart(paradox: pd.DataFrame) -> alt.Chart:
+    """Perplexity after replacing k layers by a substitute (log scale), per evaluation set."""
+    return (
+        alt.Chart(paradox, title="Replacing k layers: ridge predictions vs mean and random controls")
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("k:Q", title="layers replaced (k)"),
+            y=alt.Y("ppl:Q", scale=alt.Scale(type="log"), title="perplexity (log scale)"),
+            color=alt.Color("substitute:N", legend=alt.Legend(orient="bottom")),
+            strokeDash=alt.StrokeDash("set:N"),
+            tooltip=["set", "substitute", "k", "layers", alt.Tooltip("ppl:Q", format=",.2f"),
+                     alt.Tooltip("deg:Q", format="+,.1f", title="deg %")],
+        )
+        .properties(width=480)
+    )
+
+
+# --- chapter 08: delta correlations -------------------------------------------------------------
+def delta_lines(per_pair: pd.DataFrame) -> alt.Chart:
+    """corr(Δ_l, Δ_{l+1}) per layer pair and tensor type; a dropdown picks the stack (real
+    weights or a control); the dashed line is −1/2, the value for uncorrelated layers."""
+    df = per_pair[per_pair["type"] != "synthetic"]
+    stacks = list(dict.fromkeys(df["stack"]))
+    pick_stack = alt.param(name="stack", value=stacks[0],
+                           bind=alt.binding_select(options=stacks, name="weights: "))
+    pick = alt.selection_point(fields=["type"], bind="legend")
+    lines = alt.Chart(df, title="Correlation of consecutive weight deltas, per layer pair").mark_line(
+        point=True).encode(
+        x=alt.X("pair:Q", title="l (correlation of Δ_l = W_{l+1} − W_l with Δ_{l+1})"),
+        y=alt.Y("delta_corr:Q", title="corr(Δ_l, Δ_{l+1})", scale=alt.Scale(domain=[-1, 1])),
+        color=alt.Color("type:N", legend=alt.Legend(orient="bottom", columns=5)),
+        opacity=alt.condition(pick, alt.value(1.0), alt.value(0.12)),
+        tooltip=["type", "stack", "pair", alt.Tooltip("delta_corr:Q", format="+.4f")],
+    ).add_params(pick_stack, pick).transform_filter(alt.datum.stack == pick_stack)
+    rule = alt.Chart(pd.DataFrame({"y": [-0.5]})).mark_rule(strokeDash=[4, 4], color="gray").encode(y="y:Q")
+    return (lines + rule).properties(width=560)
+
+
+def delta_summary_dots(summary: pd.DataFrame) -> alt.Chart:
+    """Mean delta correlation per type: the real weights beside each null and the prediction."""
+    cols = [c for c in summary.columns if c not in ("real min", "real max", "adjacent_corr",
+                                                    "predicted_stationary")]
+    long = summary[cols].reset_index().melt(id_vars="type", var_name="stack", value_name="mean")
+    return (
+        alt.Chart(long.dropna(), title="Mean delta correlation: real weights vs nulls")
+        .mark_point(filled=True, size=80)
+        .encode(
+            y=alt.Y("type:N", sort=list(summary.index), title=None),
+            x=alt.X("mean:Q", scale=alt.Scale(domain=[-1, 1]), title="mean corr(Δ_l, Δ_{l+1})"),
+            color=alt.Color("stack:N", legend=alt.Legend(orient="bottom", columns=2)),
+            shape=alt.Shape("stack:N"),
+            tooltip=["type", "stack", alt.Tooltip("mean:Q", format="+.4f")],
+        )
+        .properties(width=480, height=alt.Step(24))
+    )

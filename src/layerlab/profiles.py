@@ -55,6 +55,7 @@ CPU_ANATOMY = {
     "e1_tokens": 20_000, "e1_max_len": 96, "batch_tokens": 2048, "bootstrap": 1000,
     "map_methods": {"E0": ALL_MAP_METHODS, "E1": ("neighbour_average", "skip")},
     "alphas": (0.5, 0.8, 0.9, 0.95, 1.05, 1.1), "generate_tokens": 40,
+    "init_std": 0.041667,  # SmolLM2's initializer_range (its config.json; the GGUF drops it)
 }
 
 # The paper's grid (App. C): 16 temperatures x 3 teacher replicates x 2 teacher types with a
@@ -96,7 +97,8 @@ PROFILES: dict[str, Profile] = {
                            "map_methods": {"E0": ("neighbour_average", "skip",
                                                   "neighbour_average_linear"),
                                            "E1": ("neighbour_average", "skip")},
-                           "alphas": (0.5, 0.9), "generate_tokens": 8}},
+                           "alphas": (0.5, 0.9), "generate_tokens": 8, "init_std": 0.02,
+                           "control_elements": 5000}},
     ),
     "cpu": Profile(
         name="cpu",

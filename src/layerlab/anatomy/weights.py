@@ -76,13 +76,15 @@ def independent_prediction(stack: np.ndarray) -> np.ndarray:
     """The closed-form delta correlation if layers were independent with their measured
     variances σ_l²: −σ²_{l+1} / √((σ_l² + σ²_{l+1})(σ²_{l+1} + σ²_{l+2}))."""
     v = np.asarray(stack, dtype=np.float64).var(axis=1)
-    return -v[1:-1] / np.sqrt((v[:-2] + v[1:-1]) * (v[1:-1] + v[2:]))
+    with np.errstate(invalid="ignore", divide="ignore"):  # constant layers: NaN
+        return -v[1:-1] / np.sqrt((v[:-2] + v[1:-1]) * (v[1:-1] + v[2:]))
 
 
 def stationary_prediction(r1: float, r2: float) -> float:
     """Delta correlation of a stationary sequence with lag-1/lag-2 correlations r1, r2:
     (2r1 − 1 − r2) / (2(1 − r1)). AR(1) with ρ gives −(1 − ρ)/2."""
-    return (2 * r1 - 1 - r2) / (2 * (1 - r1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return float(np.float64(2 * r1 - 1 - r2) / (2 * (1 - r1)))
 
 
 # -- synthetic stacks with known answers (controls) -------------------------------------------
@@ -151,8 +153,9 @@ class Gram:
         sse = self.dot(r, r)
         ones = self.e(self.layers)
         sst = self.dot(y, y) - self.dot(y, ones) ** 2 / self.n
-        cos = self.dot(c, y) / np.sqrt(max(self.dot(c, c), 1e-300) * self.dot(y, y))
-        return {"r2": 1 - sse / sst, "cosine": cos, "sse": sse}
+        cos = self.dot(c, y) / np.sqrt(max(self.dot(c, c), 1e-300) * max(self.dot(y, y), 1e-300))
+        r2 = 1 - sse / sst if sst > 0 else float("nan")  # a constant layer has nothing to explain
+        return {"r2": r2, "cosine": cos, "sse": sse}
 
 
 def _blocked_gram(s: torch.Tensor, block: int = 1 << 20) -> np.ndarray:

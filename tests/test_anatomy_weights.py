@@ -1,0 +1,192 @@
+"""Weight statistics (chapters 07-08): known answers on synthetic stacks, and the Gram-space
+ridge checked against a direct implementation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from scipy.linalg import hadamard
+
+from layerlab import models
+from layerlab.anatomy import edits
+from layerlab.anatomy import weights as w
+
+
+def test_delta_correlation_is_exactly_minus_half_for_orthogonal_equal_variance_layers():
+    rows = hadamard(64)[1:13].astype(float)  # zero-mean, mutually orthogonal, equal norm
+    np.testing.assert_allclose(w.delta_correlation(rows), -0.5, atol=1e-12)
+    np.testing.assert_allclose(w.independent_prediction(rows), -0.5, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind,rho,expected", [
+    ("iid", 0.0, -0.5), ("walk", 0.0, 0.0), ("ar1", 0.6, -0.2), ("ar1", 0.9, -0.05),
+    ("smooth", 0.0, 0.9)])
+def test_delta_correlation_known_answers(kind, rho, expected):
+    s = w.synthetic(kind, 16, 200_000, rho=rho, seed=1)
+    got = np.nanmean(w.delta_correlation(s))
+    assert got == pytest.approx(expected, abs=0.02 if kind != "smooth" else 0.1)
+
+
+def test_stationary_formula_matches_ar1_and_measured_correlations():
+    rho = 0.7
+    assert w.stationary_prediction(rho, rho**2) == pytest.approx(-(1 - rho) / 2)
+    s = w.synthetic("ar1", 16, 200_000, rho=rho, seed=2)
+    r1, r2 = w.adjacent_correlation(s).mean(), w.adjacent_correlation(s, lag=2).mean()
+    assert r1 == pytest.approx(rho, abs=0.01)
+    assert w.stationary_prediction(r1, r2) == pytest.approx(w.delta_correlation(s).mean(), abs=0.01)
+
+
+def test_unequal_variances_move_the_null_and_the_formula_tracks_it():
+    std = np.array([1, 3, 1, 3, 1, 3, 1, 3], dtype=float)
+    s = w.synthetic("iid", 8, 400_000, std=std, seed=3)
+    np.testing.assert_allclose(w.delta_correlation(s), w.independent_prediction(s), atol=0.01)
+    assert not np.allclose(w.delta_correlation(s), -0.5, atol=0.1)
+
+
+def test_delta_correlation_of_constant_layers_is_nan_not_an_error():
+    assert np.isnan(w.delta_correlation(np.ones((5, 10)))).all()
+    with pytest.raises(ValueError, match="layers"):
+        w.delta_correlation(np.ones((2, 10)))
+
+
+def _direct_ridge(stack, train, target, alpha):
+    """Dual ridge with intercept on the explicit data (what sklearn's Ridge computes)."""
+    X = stack[[t - 1 for t in train]]
+    Y = stack[train]
+    xm, ym = X.mean(0), Y.mean(0)
+    Xc, Yc = X - xm, Y - ym
+    k = Xc @ (stack[target - 1] - xm)
+    a = np.linalg.solve(Xc @ Xc.T + alpha * np.eye(len(train)), k)
+    return ym + a @ Yc
+
+
+def _r2(pred, y):
+    return 1 - ((y - pred) ** 2).sum() / ((y - y.mean()) ** 2).sum()
+
+
+@pytest.mark.parametrize("protocol", ["in_sample", "forward", "loo"])
+@pytest.mark.parametrize("alpha", [0.1, 10.0, 1e3])
+def test_gram_ridge_equals_a_direct_ridge(protocol, alpha):
+    s = w.synthetic("ar1", 9, 300, rho=0.8, seed=4) + 0.3
+    gram = w.Gram.of(s)
+    rows = w.ridge_scores(gram, alpha, protocol, split=6)
+    targets = {"in_sample": range(1, 9), "forward": range(6, 9), "loo": range(1, 9)}[protocol]
+    assert [r["target"] for r in rows] == list(targets)
+    for r in rows:
+        t = r["target"]
+        train = {"in_sample": list(range(1, 9)), "forward": list(range(1, 6)),
+                 "loo": [u for u in range(1, 9) if u != t]}[protocol]
+        pred = _direct_ridge(s.astype(np.float64), train, t, alpha)
+        assert r["r2"] == pytest.approx(_r2(pred, s[t]), rel=1e-4, abs=1e-5)
+        coef = ridge_coef = w.ridge_coefficients(gram, train, t, alpha)
+        np.testing.assert_allclose(w.prediction_tensor(s, ridge_coef), pred, rtol=1e-4, atol=1e-4)
+        assert coef.shape == (10,)
+
+
+def test_in_sample_ridge_fits_noise_and_forward_split_does_not():
+    gram = w.Gram.of(w.synthetic("iid", 30, 20_000, seed=5))
+    in_r2 = np.mean([r["r2"] for r in w.ridge_scores(gram, 1.0, "in_sample")])
+    fwd_r2 = np.mean([r["r2"] for r in w.ridge_scores(gram, 1.0, "forward")])
+    assert in_r2 > 0.99 and fwd_r2 < 0.01
+
+
+def test_baselines_and_autoregression():
+    s = w.synthetic("walk", 12, 50_000, seed=6)
+    gram = w.Gram.of(s)
+    persist = w.baseline_scores(gram, "persistence", split=8)
+    for r in persist:
+        assert r["r2"] == pytest.approx(_r2(s[r["target"] - 1], s[r["target"]]), rel=1e-6)
+    mean = w.baseline_scores(gram, "mean", split=8)[0]
+    assert mean["r2"] == pytest.approx(_r2(s[:8].mean(0), s[8]), rel=1e-6)
+    rng = np.random.default_rng(0)  # an AR(2) stack with known shared coefficients
+    ar = np.zeros((14, 40_000))
+    ar[:2] = rng.standard_normal((2, 40_000))
+    for l in range(2, 14):
+        ar[l] = 0.5 * ar[l - 1] + 0.3 * ar[l - 2] + 0.2 + 0.1 * rng.standard_normal(40_000)
+    fit = w.autoregression(w.Gram.of(ar), split=9)
+    assert (fit["a"], fit["b"], fit["c"]) == pytest.approx((0.5, 0.3, 0.2), abs=0.01)
+    assert min(r["r2"] for r in fit["rows"]) > 0.5  # real structure is detected (iid gives ≈ 0)
+
+
+def test_permuted_gram_equals_the_gram_of_the_shuffled_stack():
+    s = w.synthetic("ar1", 7, 500, seed=7)
+    order = np.random.default_rng(1).permutation(7)
+    np.testing.assert_allclose(w.Gram.of(s).permuted(order).G, w.Gram.of(s[order]).G, rtol=1e-6)
+    np.testing.assert_array_equal(w.shuffled(s, seed=1), s[order])
+
+
+def test_descriptors_and_their_predictability():
+    rng = np.random.default_rng(8)
+    mats = [torch.tensor(rng.standard_normal((40, 30)) * (1 + 0.01 * l)) for l in range(12)]
+    d = w.descriptors(mats[0], quantiles=64)
+    assert d["sorted values"].shape == (64,) and d["singular values"].shape == (30,)
+    assert d["column norms"].shape == (30,) and d["row norms"].shape == (40,)
+    sv = np.stack([w.descriptors(m)["singular values"] for m in mats])
+    rows = np.stack([w.descriptors(m)["row norms"] for m in mats])
+    assert w.descriptor_scores(sv, 1.0, split=8)["persistence_r2"] > 0.9  # distribution: regular
+    assert w.descriptor_scores(rows, 1.0, split=8)["persistence_r2"] < 0.2  # neuron identity: not
+
+
+def test_controls_match_shape_and_scale():
+    s = w.synthetic("iid", 6, 10_000, std=np.arange(1, 7), seed=9)
+    g = w.matched_gaussian(s, seed=1)
+    np.testing.assert_allclose(g.std(1), s.std(1), rtol=0.03)
+    r = w.random_init_stack((4, 5), 3, is_norm=False, std=0.04, seed=0)
+    assert r.shape == (3, 20) and abs(r.std() - 0.04) < 0.02
+    assert (w.random_init_stack((5,), 3, is_norm=True, std=0.04, seed=0) == 1).all()
+
+
+def test_stacks_of_a_model_and_replacing_layers_restores():
+    lm = models.load_tiny("tiny-llama", layers=4)
+    types = w.tensor_types(lm)
+    assert set(types) == set(w.LLAMA_TYPES)
+    s = w.stack(lm, types["gate"])
+    assert s.shape[0] == 4 and s.dtype == np.float32
+    before = {k: v.clone() for k, v in lm.model.state_dict().items()}
+    with edits.applied(lm, w.replace_edit(lm, {2: {types["gate"]: np.zeros(s.shape[1])}})):
+        assert float(dict(lm.blocks[2].named_parameters())[types["gate"]].detach().abs().sum()) == 0
+    assert all(torch.equal(before[k], v) for k, v in lm.model.state_dict().items())
+
+
+# -- chapter drivers on the smoke profile ---------------------------------------------------------
+def test_smoke_delta_and_predictability_chapters():
+    from layerlab import claims, profiles
+    from layerlab.anatomy import deltas, predictability
+    from layerlab.anatomy.lab import Lab
+
+    lab = Lab(profiles.get("smoke"), progress=False)
+    d = deltas.run(lab)
+    s = d["summary"]
+    assert set(w.MATRIX_TYPES) <= set(s.index)
+    # a random-init tiny model: every matrix type sits at the independent-layer value
+    assert (s.loc[list(w.MATRIX_TYPES), "real"] - -0.5).abs().max() < 0.05
+    pos = deltas.positive_controls(d["per_pair"])
+    assert pos.loc["random walk", "measured"] == pytest.approx(0, abs=0.05)
+    found = {c.id: c for c in deltas.assess(d, "smoke")}
+    assert found["P2-C3-oscillation"].verdict == claims.NOT_REPRODUCED
+
+    p = predictability.run(lab)
+    assert predictability.operating_alpha(p["ridge"]) in predictability.ALPHA_GRID
+    table = predictability.protocol_table(p["ridge"], p["alpha"])
+    assert {"in_sample", "forward", "loo", "autoregression"} <= set(table.columns)
+    assert set(p["paradox"]["substitute"]) == set(predictability.PARADOX_KINDS)
+    assert {c.id for c in predictability.assess(p, "smoke")} == {"P2-C2-ridge-r2", "P2-C2-paradox"}
+
+
+def test_paradox_substitutes():
+    from layerlab import profiles
+    from layerlab.anatomy import predictability
+    from layerlab.anatomy.lab import Lab
+
+    lab = Lab(profiles.get("smoke"), progress=False)
+    assert predictability.paradox_layers(30) == {1: [20], 3: [20, 21, 22], 9: list(range(20, 29)),
+                                                 10: list(range(20, 30))}
+    gate = w.LLAMA_TYPES["gate"]
+    s = w.stack(lab.lm, gate)
+    mean = predictability.substitutes(lab, [5], "mean of training layers", 1.0)
+    np.testing.assert_allclose(mean[5][gate], s[:4].mean(0), rtol=1e-6)
+    assert w.LLAMA_TYPES["attn_norm"] not in mean[5]  # norms stay real
+    rnd = predictability.substitutes(lab, [5], "random, matched std", 1.0)[5][gate]
+    assert rnd.std() == pytest.approx(s[5].std(), rel=0.05)
+    assert abs(np.corrcoef(rnd, s[5])[0, 1]) < 0.05
