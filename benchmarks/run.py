@@ -9,11 +9,14 @@ hidden:  the streaming statistics pass (chapters 02-03) vs a bare forward pass o
          the same tokens, and the peak memory for 4 vs 16 windows of 512 tokens.
 toy:     chapter 04's batched step (all student depths, one teacher pass) vs training the
          students one by one for the same steps.
+weights: chapters 07-08's weight-statistics pass over all layers and tensor types with nulls
+         (delta correlations, ridge over the α grid, descriptors), timed; and Gram-space ridge vs
+         the same dual ridge computed on the explicit 884,736-element gate_proj layers.
 anatomy: chapter 05's full neighbour-average map of SmolLM2 (base + one edit per layer, in
          place, restored exactly, blocks below the edit not rerun) vs L+1 plain evaluations of
          the same sentences; and the same map without the resume (edits only, full forwards).
 
-    python benchmarks/run.py [models|scaling|hidden|toy|anatomy ...] [--threads N] [--repeats R]
+    python benchmarks/run.py [models|scaling|hidden|toy|weights|anatomy ...] [--threads N] [--repeats R]
 
 Writes benchmarks/out/<suite>.json and prints a table.
 """
@@ -202,6 +205,52 @@ def bench_toy(steps: int = 200, repeats: int = 3) -> dict:
     return {"steps": steps, "together_s": a, "one_by_one_s": b, "ratio_one_by_one_over_together": b / a}
 
 
+def bench_weights() -> dict:
+    """The full weight-statistics pass of chapters 07-08 (cpu profile, nothing cached), and the
+    Gram-space ridge vs an explicit dual ridge on gate_proj (in-sample, forward, LOO × 4 α)."""
+    import numpy as np
+
+    from layerlab import profiles
+    from layerlab.anatomy import deltas, predictability
+    from layerlab.anatomy import weights as w
+    from layerlab.anatomy.lab import Lab
+
+    lab = Lab(profiles.get("cpu"), progress=False)
+    lab.lm  # load outside the timings
+    t_delta = _timed(lambda: deltas.measure(lab), 1)[0]
+    t_ridge = _timed(lambda: predictability.measure_ridge(lab), 1)[0]
+    t_desc = _timed(lambda: predictability.measure_descriptors(lab), 1)[0]
+
+    s = w.stack(lab.lm, w.LLAMA_TYPES["gate"]).astype(np.float64)
+    L = s.shape[0]
+    plans = [(p, a) for p in ("in_sample", "forward", "loo") for a in predictability.SPEC_ALPHAS]
+
+    def gram_way():
+        g = w.Gram.of(s)
+        for p, a in plans:
+            w.ridge_scores(g, a, p)
+
+    def explicit_way():  # the same estimator on the data: kernels and predictions in 884,736-d
+        split = w.default_split(L)
+        for p, a in plans:
+            targets = range(split, L) if p == "forward" else range(1, L)
+            for t in targets:
+                train = (list(range(1, split)) if p == "forward" else
+                         [u for u in range(1, L) if u != t] if p == "loo" else list(range(1, L)))
+                X, Y = s[[u - 1 for u in train]], s[train]
+                xm, ym = X.mean(0), Y.mean(0)
+                Xc = X - xm
+                k = Xc @ (s[t - 1] - xm)
+                pred = ym + np.linalg.solve(Xc @ Xc.T + a * np.eye(len(train)), k) @ (Y - ym)
+                _ = 1 - ((s[t] - pred) ** 2).sum() / ((s[t] - s[t].mean()) ** 2).sum()
+
+    t_gram = _timed(gram_way, 1)[0]
+    t_explicit = _timed(explicit_way, 1)[0]
+    return {"delta_pass_s": t_delta, "ridge_pass_s": t_ridge, "descriptor_pass_s": t_desc,
+            "total_s": t_delta + t_ridge + t_desc, "gate_gram_ridge_s": t_gram,
+            "gate_explicit_ridge_s": t_explicit, "ratio_explicit_over_gram": t_explicit / t_gram}
+
+
 def bench_anatomy(min_tokens: int = 2000) -> dict:
     """The importance map (L+1 evaluations with edits) vs L+1 plain evaluations, one run."""
     from layerlab.anatomy import edits, evalsets
@@ -235,7 +284,7 @@ def bench_anatomy(min_tokens: int = 2000) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("suites", nargs="*",
-                        default=["models", "scaling", "hidden", "toy", "anatomy"])
+                        default=["models", "scaling", "hidden", "toy", "weights", "anatomy"])
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)
@@ -266,6 +315,14 @@ def main(argv: list[str] | None = None) -> int:
         (OUT / "toy.json").write_text(json.dumps(res, indent=1))
         print(f"toy: {res['steps']} steps, all depths together {res['together_s']:.2f} s, one by one "
               f"{res['one_by_one_s']:.2f} s (ratio {res['ratio_one_by_one_over_together']:.2f}x)")
+    if "weights" in args.suites:
+        res = bench_weights() | {"provenance": prov | {"model": NAME}}
+        (OUT / "weights.json").write_text(json.dumps(res, indent=1))
+        print(f"weight statistics: deltas {res['delta_pass_s']:.1f} s, ridge (α grid, nulls) "
+              f"{res['ridge_pass_s']:.1f} s, descriptors {res['descriptor_pass_s']:.1f} s; "
+              f"total {res['total_s']:.1f} s")
+        print(f"gate_proj ridge, 12 fits: Gram {res['gate_gram_ridge_s']:.2f} s vs explicit "
+              f"{res['gate_explicit_ridge_s']:.2f} s (ratio {res['ratio_explicit_over_gram']:.0f}x)")
     if "anatomy" in args.suites:
         res = bench_anatomy() | {"provenance": prov | {"model": NAME}}
         (OUT / "anatomy.json").write_text(json.dumps(res, indent=1))

@@ -148,7 +148,9 @@ claims.record(predictability.assess(result, setting), profile.name)
 #   correlation of the size the paper implies. The `gpu` profile repeats the analysis on the
 #   bf16 base weights.
 # - **Untrained control.** The GGUF omits SmolLM2's initializer range; we use the config's
-#   0.041667 (R² does not depend on the scale).
+#   0.041667. Its lower in-sample R² at the same α is a matter of scale, not structure: smaller
+#   weights make a smaller kernel, so the same α regularises more. The i.i.d. Gaussian stack with
+#   the real weights' std is the scale-matched null, and it gives the real weights' R².
 
 # %% [markdown]
 # ## Provenance

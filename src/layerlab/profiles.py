@@ -98,7 +98,12 @@ PROFILES: dict[str, Profile] = {
                                                   "neighbour_average_linear"),
                                            "E1": ("neighbour_average", "skip")},
                            "alphas": (0.5, 0.9), "generate_tokens": 8, "init_std": 0.02,
-                           "control_elements": 5000}},
+                           "control_elements": 5000},
+               "growth": {"config": {"width": 16, "heads": 2, "ffn": 32, "seq_len": 16,
+                                     "batch_size": 2, "uniform_steps": 24, "warmup": 2,
+                                     "eval_every": 6, "eval_blocks": 4, "checkpoint_every": 6,
+                                     "tokenizer": "byte", "memorise_tokens": 512},
+                          "regimes": ("memorise",), "seeds": (0,)}},
     ),
     "cpu": Profile(
         name="cpu",
@@ -122,7 +127,11 @@ PROFILES: dict[str, Profile] = {
                "toy": {"teacher_depth": 64, "student_depths": (2, 4, 8, 16), "batch_size": 256,
                        "steps": 12_000, "eval_every": 1000, "signature_steps": 4000,
                        "sweeps": CPU_TOY_SWEEPS},
-               "anatomy": CPU_ANATOMY},
+               "anatomy": CPU_ANATOMY,
+               # P2 §13's cheap version: the 9.44 M-parameter 12-layer model, short context
+               "growth": {"config": {"seq_len": 64, "batch_size": 8, "uniform_steps": 656,
+                                     "eval_every": 41, "checkpoint_every": 82},
+                          "regimes": ("memorise", "natural"), "seeds": (0, 1, 2)}},
     ),
     "gpu": Profile(
         name="gpu",
@@ -163,7 +172,10 @@ PROFILES: dict[str, Profile] = {
                # the paper's base checkpoint in float32; E1 >= 100k FineWeb tokens
                "anatomy": {**CPU_ANATOMY, "model": "HuggingFaceTB/SmolLM2-135M",
                            "e1_source": "fineweb", "e1_tokens": 100_000, "batch_tokens": 8192,
-                           "map_methods": {"E0": ALL_MAP_METHODS, "E1": ALL_MAP_METHODS}}},
+                           "map_methods": {"E0": ALL_MAP_METHODS, "E1": ALL_MAP_METHODS}},
+               "growth": {"config": {"seq_len": 128, "batch_size": 32, "uniform_steps": 656,
+                                     "eval_every": 41, "checkpoint_every": 82},
+                          "regimes": ("memorise", "natural"), "seeds": (0, 1, 2, 3, 4)}},
     ),
 }
 

@@ -1,0 +1,449 @@
+"""P2's Growth Transformer Training (GTT, research/paper2.md §9) against uniform training,
+G_stack depth stacking and random phase schedules, under one budget accounting.
+
+Every arm is a *program*: a list of segments, each training a set of layers of a Llama-style
+model for some optimizer steps (the embedding and final norm train in every segment). Segments
+may start with an operation: `clone` (GTT's growth: layers initialised from trained core layers
+plus noise) or `stack` (G_stack: a 3-layer model repeated four times). GTT ends by scaling its
+never-trained anti-layers by 0.9.
+
+Budgets are counted per optimizer step in layer-steps (trainable layers), tokens, FLOPs (forward
+through every layer; backward activation gradients from the lowest trainable layer up; weight
+gradients only for trainable layers; attention-score FLOPs ignored) and wall-clock. Training
+checkpoints atomically; an interrupted arm resumes and ends with the same weights as an
+uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from . import corpus, models, paths, results
+
+
+@dataclass(frozen=True)
+class GrowthConfig:
+    layers: int = 12
+    width: int = 128
+    heads: int = 4
+    ffn: int = 512
+    seq_len: int = 64
+    batch_size: int = 8
+    uniform_steps: int = 656  # the paper's uniform run
+    budget: float = 0.5  # GTT, G_stack, random and the short uniform arm get this share of layer-steps
+    lr: float = 1e-3
+    warmup: int = 20
+    weight_decay: float = 0.1
+    eval_every: int = 41
+    eval_blocks: int = 16
+    checkpoint_every: int = 50
+    tokenizer: str = "smollm2"  # "smollm2" (49,152 tokens: 9.44 M parameters) or "byte"
+    regime: str = "natural"  # "natural" (Wikipedia train → validation) or "memorise"
+    memorise_tokens: int = 4096  # size of the small set of the memorisation regime
+    clone_noise: float = 0.01  # × per-tensor std, GTT's growth phase
+    anti_scale: float = 0.9
+    seed: int = 0
+
+    def key(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+# -- the model -------------------------------------------------------------------------------------
+def tokenizer_for(cfg: GrowthConfig):
+    if cfg.tokenizer == "byte":
+        return models.byte_tokenizer()
+    if cfg.tokenizer == "smollm2":
+        return models.load("smollm2-135m-instruct-q4").tokenizer
+    raise ValueError(f"unknown tokenizer {cfg.tokenizer!r}: 'smollm2' or 'byte'")
+
+
+def build(cfg: GrowthConfig, vocab: int, layers: int | None = None, seed_offset: int = 0):
+    """A seeded Llama-style model (tied embeddings, SwiGLU) of `layers` blocks."""
+    from transformers import AutoModelForCausalLM, LlamaConfig
+
+    config = LlamaConfig(vocab_size=vocab, hidden_size=cfg.width, intermediate_size=cfg.ffn,
+                         num_hidden_layers=layers or cfg.layers, num_attention_heads=cfg.heads,
+                         num_key_value_heads=cfg.heads, max_position_embeddings=cfg.seq_len,
+                         tie_word_embeddings=True, bos_token_id=None, eos_token_id=None,
+                         pad_token_id=None)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(cfg.seed * 1000 + seed_offset)
+        return AutoModelForCausalLM.from_config(config)
+
+
+def layer_params(cfg: GrowthConfig) -> int:
+    """Parameters of one block: attention 4·d², SwiGLU 3·d·ffn, two norms."""
+    return 4 * cfg.width**2 + 3 * cfg.width * cfg.ffn + 2 * cfg.width
+
+
+def n_params(cfg: GrowthConfig, vocab: int) -> int:
+    return cfg.layers * layer_params(cfg) + vocab * cfg.width + cfg.width
+
+
+# -- anatomy and programs ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Anatomy:
+    core: tuple[int, ...]
+    io: tuple[int, ...]
+    anti: tuple[int, ...]
+    connective: tuple[int, ...]
+
+
+def proportional_anatomy(n_layers: int = 12, source_layers: int = 30,
+                         core=(8, 9, 10, 11), anti=(14, 17), io=(1, 2, *range(23, 29))) -> Anatomy:
+    """P2's SmolLM2 classes mapped to a smaller stack by index × n/30 (the spec's option (a))."""
+    def scale(ls):
+        return tuple(sorted({min(n_layers - 1, round(l * n_layers / source_layers)) for l in ls}))
+
+    c, a = scale(core), scale(anti)
+    i = tuple(l for l in scale(io) if l not in c and l not in a)
+    rest = tuple(l for l in range(n_layers) if l not in (*c, *a, *i))
+    return Anatomy(core=c, io=i, anti=tuple(l for l in a if l not in c), connective=rest)
+
+
+@dataclass(frozen=True)
+class Segment:
+    name: str
+    trainable: tuple[int, ...]
+    steps: int
+    op: str | None = None  # "clone" or "stack", applied before the segment's first step
+    model_layers: int = 12
+
+
+@dataclass(frozen=True)
+class Program:
+    arm: str
+    segments: tuple[Segment, ...]
+    final_scale: tuple[int, ...] = ()  # layers scaled by anti_scale after training
+    clone_from: tuple[tuple[int, int], ...] = ()  # (target, source) pairs of the clone op
+
+    @property
+    def steps(self) -> int:
+        return sum(s.steps for s in self.segments)
+
+    @property
+    def layer_steps(self) -> int:
+        return sum(len(s.trainable) * s.steps for s in self.segments)
+
+
+GTT_PHASES = (  # (name, which layers, share of GTT's optimizer steps)
+    ("gastrulation", "core", 0.20), ("neurulation", "io", 0.15),
+    ("organogenesis", "core+adjacent", 0.20), ("growth", "core+connective", 0.15),
+    ("connective", "connective", 0.15), ("maturation", "all but anti", 0.15),
+)
+
+
+def _phase_layers(which: str, a: Anatomy, n: int) -> tuple[int, ...]:
+    if which == "core":
+        return a.core
+    if which == "io":
+        return a.io
+    if which == "core+adjacent":
+        near = {m for c in a.core for m in (c - 1, c, c + 1) if 0 <= m < n}
+        return tuple(sorted(near - set(a.anti)))
+    if which == "core+connective":
+        return tuple(sorted({*a.core, *a.connective}))
+    if which == "connective":
+        return a.connective
+    if which == "all but anti":
+        return tuple(l for l in range(n) if l not in a.anti)
+    raise ValueError(which)
+
+
+def _nearest(target: int, sources: tuple[int, ...]) -> int:
+    return min(sources, key=lambda s: (abs(s - target), s))
+
+
+def gtt_program(cfg: GrowthConfig, a: Anatomy, arm: str = "gtt") -> Program:
+    """GTT's six phases, with optimizer steps sized so layer-steps = budget × uniform's."""
+    n = cfg.layers
+    sets = [(name, _phase_layers(which, a, n), share) for name, which, share in GTT_PHASES]
+    target = cfg.budget * n * cfg.uniform_steps
+    total = target / sum(share * len(layers) for _, layers, share in sets)
+    segs = tuple(Segment(name, layers, max(1, round(share * total)),
+                         op="clone" if name == "growth" else None) for name, layers, share in sets)
+    clone = tuple((t, _nearest(t, a.core)) for t in a.connective)
+    return Program(arm, segs, final_scale=a.anti, clone_from=clone)
+
+
+def random_program(cfg: GrowthConfig, a: Anatomy, seed: int) -> Program:
+    """GTT's program with the layer labels permuted at random: same budget, phases and
+    operations, no anatomy."""
+    perm = np.random.default_rng(10_000 + seed).permutation(cfg.layers)
+
+    def p(ls):
+        return tuple(sorted(int(perm[l]) for l in ls))
+
+    shuffled = Anatomy(core=p(a.core), io=p(a.io), anti=p(a.anti), connective=p(a.connective))
+    prog = gtt_program(cfg, a, arm="random schedule")
+    segs = tuple(dataclasses.replace(s, trainable=p(s.trainable)) for s in prog.segments)
+    clone = tuple((int(perm[t]), int(perm[s])) for t, s in prog.clone_from)
+    return Program("random schedule", segs, final_scale=shuffled.anti, clone_from=clone)
+
+
+def uniform_program(cfg: GrowthConfig, share: float = 1.0) -> Program:
+    steps = max(1, round(share * cfg.uniform_steps))
+    name = "uniform" if share == 1.0 else f"uniform {share:.0%} budget"
+    return Program(name, (Segment("all layers", tuple(range(cfg.layers)), steps),))
+
+
+def gstack_program(cfg: GrowthConfig, small: int = 3) -> Program:
+    """G_stack: a `small`-layer model, stacked to `layers`, with layer-steps split evenly
+    between the two stages and the total equal to GTT's budget."""
+    if cfg.layers % small:
+        raise ValueError(f"{cfg.layers} layers cannot be stacked from {small}")
+    target = cfg.budget * cfg.layers * cfg.uniform_steps
+    t_small = max(1, round(target / 2 / small))
+    t_big = max(1, round(target / 2 / cfg.layers))
+    return Program("G_stack", (
+        Segment("small model", tuple(range(small)), t_small, model_layers=small),
+        Segment("stacked", tuple(range(cfg.layers)), t_big, op="stack"),
+    ))
+
+
+def programs(cfg: GrowthConfig, seed: int) -> dict[str, Program]:
+    a = proportional_anatomy(cfg.layers)
+    return {"uniform": uniform_program(cfg), "uniform same budget": uniform_program(cfg, cfg.budget),
+            "gtt": gtt_program(cfg, a), "G_stack": gstack_program(cfg),
+            "random schedule": random_program(cfg, a, seed)}
+
+
+# -- data -----------------------------------------------------------------------------------------
+def data(cfg: GrowthConfig, tok, steps: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """([steps, batch, seq] training batches, [n, seq] validation windows), seeded."""
+    if cfg.regime == "natural":
+        pool = corpus.token_blocks(tok, "wikipedia", n_tokens=10**9, seq_len=cfg.seq_len,
+                                   split="train", allow_fewer=True)
+        val = corpus.token_blocks(tok, "wikipedia", n_tokens=cfg.eval_blocks * cfg.seq_len,
+                                  seq_len=cfg.seq_len, split="validation")
+    elif cfg.regime == "memorise":
+        # a small set, trained on and evaluated on: the paper's loss of ~0.13 needs this regime
+        ids = corpus.token_blocks(tok, "kjv", n_tokens=cfg.memorise_tokens, seq_len=cfg.seq_len,
+                                  split="train").reshape(-1)
+        starts = torch.arange(0, len(ids) - cfg.seq_len, max(1, cfg.seq_len // 4))
+        pool = torch.stack([ids[s : s + cfg.seq_len] for s in starts])
+        val = pool[:: max(1, len(pool) // cfg.eval_blocks)][: cfg.eval_blocks]
+    else:
+        raise ValueError(f"unknown regime {cfg.regime!r}: 'natural' or 'memorise'")
+    need = steps * cfg.batch_size
+    gen = torch.Generator().manual_seed(cfg.seed)
+    order = torch.cat([torch.randperm(len(pool), generator=gen)
+                       for _ in range(math.ceil(need / len(pool)))])[:need]
+    return pool[order].view(steps, cfg.batch_size, cfg.seq_len), val
+
+
+@torch.no_grad()
+def eval_loss(model, val: torch.Tensor, batch: int = 16) -> float:
+    model.eval()
+    total, count = 0.0, 0
+    for i in range(0, len(val), batch):
+        ids = val[i : i + batch]
+        logits = model(input_ids=ids, use_cache=False).logits
+        total += float(F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten(),
+                                       reduction="sum"))
+        count += ids[:, 1:].numel()
+    return total / count
+
+
+# -- operations -----------------------------------------------------------------------------------
+@torch.no_grad()
+def clone_layers(model, pairs: tuple[tuple[int, int], ...], noise: float, seed: int) -> None:
+    """Layer t ← layer s + noise · std(tensor) · N(0, 1), for each (t, s)."""
+    layers = model.model.layers
+    gen = torch.Generator().manual_seed(seed)
+    for t, s in pairs:
+        src = dict(layers[s].named_parameters())
+        for name, p in layers[t].named_parameters():
+            w = src[name].detach()
+            std = w.std() if w.numel() > 1 else w.abs().mean()
+            p.copy_(w + noise * std * torch.randn(w.shape, generator=gen))
+
+
+@torch.no_grad()
+def stack_model(small, big, times: int) -> None:
+    """G_stack: copy the small model into the big one, its block stack repeated `times` times."""
+    big.model.embed_tokens.weight.copy_(small.model.embed_tokens.weight)
+    big.model.norm.weight.copy_(small.model.norm.weight)
+    n = len(small.model.layers)
+    for i, layer in enumerate(big.model.layers):
+        layer.load_state_dict(small.model.layers[i % n].state_dict())
+    if len(big.model.layers) != n * times:
+        raise ValueError("stacked model has the wrong depth")
+
+
+@torch.no_grad()
+def scale_layers(model, layers: tuple[int, ...], alpha: float) -> None:
+    for l in layers:
+        for name, p in model.model.layers[l].named_parameters():
+            if p.ndim == 2:
+                p.mul_(alpha)
+
+
+def set_trainable(model, layers: tuple[int, ...]) -> None:
+    """Only these blocks (plus the embedding and final norm) receive gradients."""
+    for i, layer in enumerate(model.model.layers):
+        for p in layer.parameters():
+            p.requires_grad_(i in layers)
+    model.model.embed_tokens.weight.requires_grad_(True)
+    model.model.norm.weight.requires_grad_(True)
+
+
+def step_flops(cfg: GrowthConfig, vocab: int, model_layers: int, trainable: tuple[int, ...]) -> float:
+    """FLOPs of one optimizer step (see the module docstring)."""
+    tokens = cfg.batch_size * cfg.seq_len
+    per_layer = 2 * tokens * layer_params(cfg)
+    head = 2 * tokens * vocab * cfg.width
+    forward = model_layers * per_layer + head
+    act_grad = (model_layers - min(trainable)) * per_layer + head
+    weight_grad = len(trainable) * per_layer + head  # the tied embedding/unembedding trains
+    return float(forward + act_grad + weight_grad)
+
+
+# -- training -------------------------------------------------------------------------------------
+def folder(cfg: GrowthConfig) -> Path:
+    return paths.cache_dir() / "growth" / results.config_hash(cfg.key())
+
+
+def _lr(step: int, total: int, cfg: GrowthConfig) -> float:
+    if step < cfg.warmup:
+        return cfg.lr * (step + 1) / cfg.warmup
+    t = (step - cfg.warmup) / max(1, total - cfg.warmup)
+    return cfg.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * t)))
+
+
+def _save(obj: Any, path: Path) -> None:
+    import io
+
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    results.atomic_write_bytes(path, buffer.getvalue())
+
+
+def _segment_at(prog: Program, step: int) -> tuple[int, Segment]:
+    start = 0
+    for i, seg in enumerate(prog.segments):
+        if step < start + seg.steps:
+            return start, seg
+        start += seg.steps
+    return start, prog.segments[-1]
+
+
+def train_arm(prog: Program, cfg: GrowthConfig, tok, *, progress: bool = True,
+              stop_after: int | None = None) -> dict[str, Any]:
+    """Run one program (resuming from its checkpoint); the curve holds every budget measure."""
+    from tqdm.auto import tqdm
+
+    vocab = len(tok)
+    batches, val = data(cfg, tok, prog.steps)
+    path = folder(cfg) / f"{results.slug(prog.arm)}.ckpt"
+    first = prog.segments[0].model_layers
+    model = build(cfg, vocab, first)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.95),
+                            weight_decay=cfg.weight_decay)
+    state = {"step": 0, "curve": [], "seconds": 0.0, "layer_steps": 0, "tokens": 0, "flops": 0.0,
+             "model_layers": first, "finished": False}
+    if path.is_file():
+        saved = torch.load(path, weights_only=False)
+        state = saved["state"]
+        if state["model_layers"] != first:
+            model = build(cfg, vocab, state["model_layers"])
+            opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.95),
+                                    weight_decay=cfg.weight_decay)
+        model.load_state_dict(saved["model"])
+        opt.load_state_dict(saved["opt"])
+    if not state["curve"]:
+        state["curve"].append({"step": 0, "layer_steps": 0, "tokens": 0, "flops": 0.0,
+                               "seconds": 0.0, "val_loss": eval_loss(model, val)})
+    bar = tqdm(range(state["step"], prog.steps), desc=prog.arm, disable=not progress,
+               initial=state["step"], total=prog.steps, leave=False)
+    started = time.perf_counter()
+    for step in bar:
+        seg_start, seg = _segment_at(prog, step)
+        if step == seg_start and seg.op == "stack":
+            big = build(cfg, vocab, seg.model_layers)
+            stack_model(model, big, seg.model_layers // len(model.model.layers))
+            model = big
+            state["model_layers"] = seg.model_layers
+            opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.95),
+                                    weight_decay=cfg.weight_decay)
+        elif step == seg_start and seg.op == "clone":
+            clone_layers(model, prog.clone_from, cfg.clone_noise, seed=cfg.seed * 7919 + step)
+        set_trainable(model, seg.trainable)
+        model.train()
+        for group in opt.param_groups:
+            group["lr"] = _lr(step, prog.steps, cfg)
+        ids = batches[step]
+        logits = model(input_ids=ids, use_cache=False).logits
+        loss = F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten())
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.grad is not None], 1.0)
+        opt.step()
+        done = step + 1
+        state["layer_steps"] += len(seg.trainable)
+        state["tokens"] += cfg.batch_size * cfg.seq_len
+        state["flops"] += step_flops(cfg, vocab, state["model_layers"], seg.trainable)
+        last = done == prog.steps
+        if last and prog.final_scale:
+            scale_layers(model, prog.final_scale, cfg.anti_scale)
+        if done % cfg.eval_every == 0 or last:
+            state["seconds"] += time.perf_counter() - started
+            state["curve"].append({"step": done, "layer_steps": state["layer_steps"],
+                                   "tokens": state["tokens"], "flops": state["flops"],
+                                   "seconds": state["seconds"], "train_loss": loss.item(),
+                                   "val_loss": eval_loss(model, val), "phase": seg.name})
+            started = time.perf_counter()
+            bar.set_postfix(val=f"{state['curve'][-1]['val_loss']:.3f}")
+        if done % cfg.checkpoint_every == 0 or last:
+            state["step"] = done
+            state["finished"] = last
+            _save({"model": model.state_dict(), "opt": opt.state_dict(), "state": state}, path)
+        if stop_after is not None and done >= stop_after:
+            break
+    return {"arm": prog.arm, "steps": prog.steps, "layer_steps_budget": prog.layer_steps,
+            "finished": state["finished"], "params": sum(p.numel() for p in model.parameters()),
+            "final_val_loss": state["curve"][-1]["val_loss"], "curve": state["curve"],
+            "segments": [dataclasses.asdict(s) for s in prog.segments]}
+
+
+def final_weights(prog: Program, cfg: GrowthConfig) -> dict[str, torch.Tensor]:
+    """The weights an arm's checkpoint holds (for tests and inspection)."""
+    return torch.load(folder(cfg) / f"{results.slug(prog.arm)}.ckpt", weights_only=False)["model"]
+
+
+# -- the chapter ------------------------------------------------------------------------------------
+def config_for(profile, regime: str, seed: int) -> GrowthConfig:
+    base = dict(profile.extra["growth"]["config"])
+    return GrowthConfig(**base, regime=regime, seed=seed)
+
+
+def run(profile, *, progress: bool = True) -> dict[str, Any]:
+    """Every regime × seed × arm of the profile, each cached as soon as it finishes."""
+    g = profile.extra["growth"]
+    cache = results.Cache(profile.name)
+    tok_cache: dict[str, Any] = {}
+    items = {f"{regime}-s{seed}-{arm}": {"regime": regime, "seed": seed, "arm": arm}
+             for regime in g["regimes"] for seed in g["seeds"]
+             for arm in ("uniform", "uniform same budget", "gtt", "G_stack", "random schedule")}
+
+    def compute(_name: str, item: dict[str, Any]) -> dict[str, Any]:
+        cfg = config_for(profile, item["regime"], item["seed"])
+        if cfg.tokenizer not in tok_cache:
+            tok_cache[cfg.tokenizer] = tokenizer_for(cfg)
+        prog = programs(cfg, item["seed"])[item["arm"]]
+        out = train_arm(prog, cfg, tok_cache[cfg.tokenizer], progress=progress)
+        if not out["finished"]:
+            raise RuntimeError(f"{item} stopped before its last step")
+        return out
+
+    key = {"config": dict(g["config"])}
+    return cache.for_each("growth", key, items, compute, progress=progress)

@@ -1,0 +1,133 @@
+"""Growth training (chapter 10): programs, budgets, operations, trainable sets and resume."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from layerlab import growth, models
+
+CFG = growth.GrowthConfig(width=16, heads=2, ffn=32, seq_len=16, batch_size=2, uniform_steps=24,
+                          warmup=2, eval_every=6, eval_blocks=4, checkpoint_every=5,
+                          tokenizer="byte", regime="memorise", memorise_tokens=512)
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("LAYERLAB_CACHE", str(tmp_path / "cache"))
+
+
+def test_paper_model_size():
+    cfg = growth.GrowthConfig()
+    assert growth.layer_params(cfg) == 262_400  # 4·128² + 3·128·512 + 2·128
+    assert growth.n_params(cfg, 49_152) == pytest.approx(9.44e6, rel=0.002)
+    assert growth.n_params(cfg, 50_257) == pytest.approx(9.57e6, rel=0.002)  # GPT-2 vocabulary
+    model = growth.build(CFG, 257)
+    assert sum(p.numel() for p in model.parameters()) == growth.n_params(CFG, 257)
+
+
+def test_proportional_anatomy_of_twelve_layers():
+    a = growth.proportional_anatomy(12)
+    assert a.core == (3, 4) and a.anti == (6, 7)
+    assert a.io == (0, 1, 9, 10, 11) and a.connective == (2, 5, 8)
+
+
+def test_budgets_in_layer_steps():
+    cfg = dataclasses.replace(CFG, uniform_steps=656, layers=12)
+    progs = growth.programs(cfg, seed=0)
+    full = progs["uniform"].layer_steps
+    assert full == 12 * 656
+    for arm in ("uniform same budget", "gtt", "G_stack", "random schedule"):
+        assert progs[arm].layer_steps == pytest.approx(0.5 * full, rel=0.01), arm
+    gtt, rnd = progs["gtt"], progs["random schedule"]
+    assert [s.steps for s in gtt.segments] == [s.steps for s in rnd.segments]
+    assert [len(s.trainable) for s in gtt.segments] == [len(s.trainable) for s in rnd.segments]
+    assert not set(gtt.final_scale) & {l for s in gtt.segments for l in s.trainable}  # anti never trained
+
+
+def test_flops_count_forward_everything_backward_only_what_is_needed():
+    f_all = growth.step_flops(CFG, 257, 12, tuple(range(12)))
+    f_top = growth.step_flops(CFG, 257, 12, (11,))
+    f_bottom = growth.step_flops(CFG, 257, 12, (0,))
+    assert f_top < f_bottom < f_all
+    tokens = CFG.batch_size * CFG.seq_len
+    per_layer = 2 * tokens * growth.layer_params(CFG)
+    assert f_all - f_bottom == pytest.approx(11 * per_layer)  # weight grads of 11 more layers
+
+
+def test_only_the_chosen_layers_change_in_a_step():
+    tok = models.byte_tokenizer()
+    model = growth.build(CFG, len(tok))
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    growth.set_trainable(model, (3, 4))
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    ids = torch.randint(0, 257, (2, 16))
+    loss = torch.nn.functional.cross_entropy(model(input_ids=ids).logits[:, :-1].flatten(0, 1),
+                                             ids[:, 1:].flatten())
+    loss.backward()
+    opt.step()
+    after = model.state_dict()
+    for k in before:
+        changed = not torch.equal(before[k], after[k])
+        expected = ".layers.3." in k or ".layers.4." in k or "embed_tokens" in k or k == "model.norm.weight"
+        if k == "lm_head.weight":
+            continue  # tied to the embedding
+        assert changed == expected, k
+
+
+def test_clone_stack_and_scale_operations():
+    model = growth.build(CFG, 257)
+    growth.clone_layers(model, ((2, 3),), noise=0.0, seed=0)
+    for (n2, p2), (_, p3) in zip(model.model.layers[2].named_parameters(),
+                                 model.model.layers[3].named_parameters()):
+        assert torch.equal(p2, p3), n2
+    growth.clone_layers(model, ((5, 4),), noise=0.5, seed=0)
+    w4 = model.model.layers[4].mlp.up_proj.weight
+    rel = float((model.model.layers[5].mlp.up_proj.weight - w4).detach().std() / w4.detach().std())
+    assert 0.4 < rel < 0.6
+    small, big = growth.build(CFG, 257, 3), growth.build(CFG, 257, 12)
+    growth.stack_model(small, big, 4)
+    for i in range(12):
+        assert torch.equal(big.model.layers[i].self_attn.q_proj.weight,
+                           small.model.layers[i % 3].self_attn.q_proj.weight)
+    ids = torch.randint(0, 257, (1, 8))
+    w = model.model.layers[6].self_attn.q_proj.weight.clone()
+    norm = model.model.layers[6].input_layernorm.weight.clone()
+    growth.scale_layers(model, (6,), 0.9)
+    assert torch.equal(model.model.layers[6].self_attn.q_proj.weight, w * 0.9)
+    assert torch.equal(model.model.layers[6].input_layernorm.weight, norm)
+    assert model(input_ids=ids).logits.isfinite().all()
+
+
+@pytest.mark.parametrize("arm", ["gtt", "G_stack"])
+def test_an_interrupted_arm_resumes_to_the_same_weights(arm, tmp_path, monkeypatch):
+    tok = models.byte_tokenizer()
+    prog = growth.programs(CFG, 0)[arm]
+    monkeypatch.setenv("LAYERLAB_CACHE", str(tmp_path / "straight"))
+    straight = growth.train_arm(prog, CFG, tok, progress=False)
+    w_straight = growth.final_weights(prog, CFG)
+    monkeypatch.setenv("LAYERLAB_CACHE", str(tmp_path / "interrupted"))
+    stop = prog.segments[0].steps + 2  # inside the second segment (after a stack for G_stack)
+    partial = growth.train_arm(prog, CFG, tok, progress=False, stop_after=stop)
+    assert not partial["finished"]
+    resumed = growth.train_arm(prog, CFG, tok, progress=False)
+    assert resumed["finished"]
+    w_resumed = growth.final_weights(prog, CFG)
+    assert w_straight.keys() == w_resumed.keys()
+    assert all(torch.equal(w_straight[k], w_resumed[k]) for k in w_straight)
+    assert resumed["curve"][-1]["val_loss"] == straight["curve"][-1]["val_loss"]
+    assert resumed["curve"][-1]["layer_steps"] == prog.layer_steps
+
+
+def test_regimes_and_errors():
+    tok = models.byte_tokenizer()
+    batches, val = growth.data(CFG, tok, 5)
+    assert batches.shape == (5, 2, 16) and val.shape == (4, 16)
+    nat, nval = growth.data(dataclasses.replace(CFG, regime="natural"), tok, 5)
+    assert nat.shape == (5, 2, 16)
+    with pytest.raises(ValueError, match="regime"):
+        growth.data(dataclasses.replace(CFG, regime="nope"), tok, 5)
+    with pytest.raises(ValueError, match="stacked"):
+        growth.gstack_program(dataclasses.replace(CFG, layers=10))
