@@ -56,6 +56,9 @@ CPU_ANATOMY = {
     "map_methods": {"E0": ALL_MAP_METHODS, "E1": ("neighbour_average", "skip")},
     "alphas": (0.5, 0.8, 0.9, 0.95, 1.05, 1.1), "generate_tokens": 40,
     "init_std": 0.041667,  # SmolLM2's initializer_range (its config.json; the GGUF drops it)
+    # §13's reduced recovery: a handful of layers, σ = 0.5, only the damaged layer trains
+    "recovery": {"layers": (1, 2, 8, 11, 14, 17, 20, 25), "sigma": 0.5, "steps": 100,
+                 "eval_every": 10, "lr": 1e-4, "batch_size": 4, "seq_len": 64},
 }
 
 # The paper's grid (App. C): 16 temperatures x 3 teacher replicates x 2 teacher types with a
@@ -98,7 +101,10 @@ PROFILES: dict[str, Profile] = {
                                                   "neighbour_average_linear"),
                                            "E1": ("neighbour_average", "skip")},
                            "alphas": (0.5, 0.9), "generate_tokens": 8, "init_std": 0.02,
-                           "control_elements": 5000},
+                           "control_elements": 5000,
+                           "recovery": {"layers": (1, 2, 3), "sigma": 0.5, "steps": 4,
+                                        "eval_every": 2, "lr": 1e-3, "batch_size": 2,
+                                        "seq_len": 16}},
                "growth": {"config": {"width": 16, "heads": 2, "ffn": 32, "seq_len": 16,
                                      "batch_size": 2, "uniform_steps": 24, "warmup": 2,
                                      "eval_every": 6, "eval_blocks": 4, "checkpoint_every": 6,
@@ -128,9 +134,11 @@ PROFILES: dict[str, Profile] = {
                        "steps": 12_000, "eval_every": 1000, "signature_steps": 4000,
                        "sweeps": CPU_TOY_SWEEPS},
                "anatomy": CPU_ANATOMY,
-               # P2 §13's cheap version: the 9.44 M-parameter 12-layer model, short context
+               # P2 §13's cheap version: the paper's 12 blocks of 262k parameters on a byte
+               # vocabulary (the 49k-token head would cost 3x the blocks on 2 CPU cores)
                "growth": {"config": {"seq_len": 64, "batch_size": 8, "uniform_steps": 656,
-                                     "eval_every": 41, "checkpoint_every": 82},
+                                     "eval_every": 41, "checkpoint_every": 82,
+                                     "tokenizer": "byte"},
                           "regimes": ("memorise", "natural"), "seeds": (0, 1, 2)}},
     ),
     "gpu": Profile(
@@ -172,7 +180,10 @@ PROFILES: dict[str, Profile] = {
                # the paper's base checkpoint in float32; E1 >= 100k FineWeb tokens
                "anatomy": {**CPU_ANATOMY, "model": "HuggingFaceTB/SmolLM2-135M",
                            "e1_source": "fineweb", "e1_tokens": 100_000, "batch_tokens": 8192,
-                           "map_methods": {"E0": ALL_MAP_METHODS, "E1": ALL_MAP_METHODS}},
+                           "map_methods": {"E0": ALL_MAP_METHODS, "E1": ALL_MAP_METHODS},
+                           "recovery": {"layers": tuple(range(30)), "sigma": 0.5, "steps": 200,
+                                        "eval_every": 10, "lr": 1e-4, "batch_size": 8,
+                                        "seq_len": 128}},
                "growth": {"config": {"seq_len": 128, "batch_size": 32, "uniform_steps": 656,
                                      "eval_every": 41, "checkpoint_every": 82},
                           "regimes": ("memorise", "natural"), "seeds": (0, 1, 2, 3, 4)}},

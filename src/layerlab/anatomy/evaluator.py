@@ -175,6 +175,12 @@ class Evaluator:
             nll[batch.index] = _sentence_nll(logits, batch)
         return self._scores(nll)
 
+    def current(self, start_layer: int = 0) -> Scores:
+        """Scores of the model as it is now (e.g. during fine-tuning), rerunning blocks from
+        `start_layer`; the caller guarantees that no layer below it has changed since `base()`."""
+        self.base()
+        return self._run_from(start_layer if self.resume else 0)
+
     def evaluate(self, edit: edits.Edit | None = None) -> Scores:
         """Scores with `edit` applied (restored exactly afterwards); None gives the base scores."""
         self.base()  # block inputs must come from the unedited model

@@ -7,6 +7,7 @@ degradation % = (PPL_edited / PPL_base − 1) × 100, with a paired bootstrap ov
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -196,7 +197,9 @@ def anchors(table: pd.DataFrame, sim: pd.DataFrame, n_layers: int) -> pd.DataFra
         for label, values in others.items():
             if values is None:
                 continue
-            rho, p = spearmanr(wide["neighbour_average"], values)
+            with warnings.catch_warnings():  # constant inputs give NaN, not a warning in the book
+                warnings.simplefilter("ignore")
+                rho, p = spearmanr(wide["neighbour_average"], values)
             rows.append({"set": set_name, "compared with": label, "spearman_rho": float(rho),
                          "p_value": float(p), "layers": len(wide)})
     return pd.DataFrame(rows)
