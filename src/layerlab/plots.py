@@ -515,3 +515,56 @@ def delta_summary_dots(summary: pd.DataFrame) -> alt.Chart:
         )
         .properties(width=480, height=alt.Step(24))
     )
+
+
+# --- chapter 09: recovery ----------------------------------------------------------------------
+def recovery_curves(curves: pd.DataFrame, base: float) -> alt.Chart:
+    """PPL relative to the unedited model while the damaged layer is fine-tuned; a dropdown picks
+    the condition (σ fixed, or σ calibrated so every layer starts equally damaged)."""
+    df = curves.assign(ratio=curves["ppl"] / base)
+    conds = list(dict.fromkeys(df["condition"]))
+    pick = alt.param(name="condition", value=conds[0],
+                     bind=alt.binding_select(options=conds, name="condition: "))
+    hl = alt.selection_point(fields=["layer"], bind="legend")
+    return (
+        alt.Chart(df, title="Recovery after noise: PPL / base PPL during fine-tuning")
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("step:Q", title="fine-tuning step"),
+            y=alt.Y("ratio:Q", scale=alt.Scale(type="log"), title="PPL / base (log scale)"),
+            color=alt.Color("layer:N", legend=alt.Legend(orient="bottom", columns=5)),
+            opacity=alt.condition(hl, alt.value(1.0), alt.value(0.15)),
+            tooltip=["condition", "layer", "step", alt.Tooltip("ppl:Q", format=",.2f"),
+                     alt.Tooltip("ratio:Q", format=".3f")],
+        )
+        .add_params(pick, hl)
+        .transform_filter(alt.datum.condition == pick)
+        .properties(width=520)
+    )
+
+
+# --- chapter 10: growth training ----------------------------------------------------------------
+def growth_curves(bands: pd.DataFrame) -> alt.Chart:
+    """Validation loss against a chosen budget measure, mean over seeds with min–max bands;
+    radio buttons pick the data regime and a dropdown the x axis."""
+    measures = ["step", "layer_steps", "flops", "seconds", "tokens"]
+    long = bands.melt(id_vars=["regime", "arm", "val_loss", "lo", "hi", "count"],
+                      value_vars=measures, var_name="measure", value_name="budget")
+    regimes = sorted(long["regime"].unique())
+    pick_regime = alt.param(name="regime", value=regimes[0],
+                            bind=alt.binding_radio(options=regimes, name="data: "))
+    pick_measure = alt.param(name="measure", value="layer_steps",
+                             bind=alt.binding_select(options=measures, name="budget axis: "))
+    base = alt.Chart(long, title="Validation loss vs budget (mean over seeds, min–max band)").encode(
+        x=alt.X("budget:Q", title="budget spent (measure chosen below)"),
+        color=alt.Color("arm:N", legend=alt.Legend(orient="bottom", columns=3)))
+    band = base.mark_area(opacity=0.15).encode(y=alt.Y("lo:Q", title="validation loss (nats)"),
+                                               y2="hi:Q")
+    line = base.mark_line(point=True).encode(
+        y="val_loss:Q",
+        tooltip=["regime", "arm", "measure", alt.Tooltip("budget:Q", format=".4s"),
+                 alt.Tooltip("val_loss:Q", format=".4f"), alt.Tooltip("lo:Q", format=".4f"),
+                 alt.Tooltip("hi:Q", format=".4f"), "count"])
+    return ((band + line).add_params(pick_regime, pick_measure)
+            .transform_filter((alt.datum.regime == pick_regime) & (alt.datum.measure == pick_measure))
+            .properties(width=560))

@@ -57,7 +57,7 @@ CPU_ANATOMY = {
     "alphas": (0.5, 0.8, 0.9, 0.95, 1.05, 1.1), "generate_tokens": 40,
     "init_std": 0.041667,  # SmolLM2's initializer_range (its config.json; the GGUF drops it)
     # §13's reduced recovery: a handful of layers, σ = 0.5, only the damaged layer trains
-    "recovery": {"layers": (1, 2, 8, 11, 14, 17, 20, 25), "sigma": 0.5, "steps": 100,
+    "recovery": {"layers": (1, 8, 11, 14, 17, 25), "sigma": 0.5, "steps": 100,
                  "eval_every": 10, "lr": 1e-4, "batch_size": 4, "seq_len": 64},
 }
 
