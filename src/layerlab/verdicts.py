@@ -1,0 +1,123 @@
+"""Chapter 11: every claim of both papers in one table, read from the claims register, and the
+cross-paper comparison on SmolLM2 (P1's geometry against P2's importance map).
+
+`SPEC_CLAIMS` lists every claim the two method specs name; a claim with no registered result
+still gets a row ("not testable here: not measured in this profile"), so nothing can silently
+drop out of the verdict table.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from . import claims
+
+# id -> (paper, chapter notebook)
+SPEC_CLAIMS: dict[str, tuple[str, str]] = {
+    "P1-A1-edges-rotate": ("P1", "02_hidden_state_geometry"),
+    "P1-A2-update-inverse-depth": ("P1", "02_hidden_state_geometry"),
+    "P1-A3-weak-update-correlation": ("P1", "02_hidden_state_geometry"),
+    "P1-B1-bulk-fraction": ("P1", "03_token_clusters"),
+    "P1-C1-outlier-cut": ("P1", "01_depth_scaling_law"),
+    "P1-C2-alpha-l-paper-recipe": ("P1", "01_depth_scaling_law"),
+    "P1-C3-other-exponents": ("P1", "01_depth_scaling_law"),
+    "P1-C4-headline": ("P1", "01_depth_scaling_law"),
+    "P1-C5-ensemble-not-procedural": ("P1", "01_depth_scaling_law"),
+    "P1-C6-minus-two-variant": ("P1", "01_depth_scaling_law"),
+    "P1-C7-size-exponent": ("P1", "01_depth_scaling_law"),
+    "P1-D1-independent-teacher": ("P1", "04_toy_depth_mechanisms"),
+    "P1-D2-tied-teacher-steep": ("P1", "04_toy_depth_mechanisms"),
+    "P1-D3-tied-cold": ("P1", "04_toy_depth_mechanisms"),
+    "P1-D4-mse-ordering": ("P1", "04_toy_depth_mechanisms"),
+    "P2-C1-core": ("P2", "05_importance_map"),
+    "P2-C1-peak-size": ("P2", "05_importance_map"),
+    "P2-C1-anti-layers": ("P2", "05_importance_map"),
+    "P2-C1-io-layers": ("P2", "05_importance_map"),
+    "P2-C1-range": ("P2", "05_importance_map"),
+    "P2-C2-ridge-r2": ("P2", "07_weight_predictability"),
+    "P2-C2-paradox": ("P2", "07_weight_predictability"),
+    "P2-C3-delta-value": ("P2", "08_delta_oscillation"),
+    "P2-C3-oscillation": ("P2", "08_delta_oscillation"),
+    "P2-C4-only-scaling": ("P2", "06_manipulation_strategies"),
+    "P2-C4-magnitudes": ("P2", "06_manipulation_strategies"),
+    "P2-C5-recovery-steps": ("P2", "09_recovery_speed"),
+    "P2-C5-recovery-importance": ("P2", "09_recovery_speed"),
+    "P2-C6-loss-ratio": ("P2", "10_growth_training"),
+    "P2-C6-half-budget": ("P2", "10_growth_training"),
+    "P2-C6-faster": ("P2", "10_growth_training"),
+    "P2-C6-cost": ("P2", "10_growth_training"),
+}
+COLUMNS = ["id", "paper", "chapter", "statement", "paper_value", "ours", "rule", "verdict", "setting"]
+
+
+def table(profile: str) -> pd.DataFrame:
+    """One row per spec claim (and per any other registered claim), from the register."""
+    found = claims.collect(profile)
+    rows = {r["id"]: {c: r[c] for c in COLUMNS} for _, r in found.iterrows()}
+    for cid, (paper, chapter) in SPEC_CLAIMS.items():
+        rows.setdefault(cid, {"id": cid, "paper": paper, "chapter": chapter,
+                              "statement": "(not measured)", "paper_value": "", "ours": "",
+                              "rule": "", "verdict": claims.NOT_TESTABLE,
+                              "setting": f"not measured in the {profile} profile"})
+    out = pd.DataFrame(rows.values(), columns=COLUMNS)
+    return out.sort_values(["paper", "chapter", "id"]).reset_index(drop=True)
+
+
+def counts(t: pd.DataFrame) -> pd.DataFrame:
+    """Claims per paper and verdict."""
+    c = t.pivot_table(index="paper", columns="verdict", values="id", aggfunc="count", fill_value=0)
+    return c.reindex(columns=[v for v in claims.VERDICTS if v in c.columns])
+
+
+def html_table(t: pd.DataFrame) -> str:
+    """The verdict table as HTML, each claim linking to its chapter page."""
+    head = ("<th>paper</th><th>claim</th><th>paper reported</th><th>ours</th>"
+            "<th>tolerance</th><th>verdict</th><th>measured on</th>")
+    body = []
+    for _, r in t.iterrows():
+        link = f'<a href="{r["chapter"]}.html">{html.escape(r["statement"])}</a>'
+        body.append("<tr>" + "".join(f"<td>{x}</td>" for x in (
+            r["paper"], link, html.escape(str(r["paper_value"])), html.escape(str(r["ours"])),
+            html.escape(str(r["rule"])), f"<b>{html.escape(r['verdict'])}</b>",
+            html.escape(str(r["setting"])))) + "</tr>")
+    return (f'<table class="dataframe"><thead><tr>{head}</tr></thead><tbody>'
+            + "".join(body) + "</tbody></table>")
+
+
+# -- cross-paper: P1's geometry and P2's importance, layer by layer -------------------------------
+def per_layer(geometry_stats: dict[str, Any], importance_table: pd.DataFrame,
+              similarity: pd.DataFrame, set_name: str = "E1") -> pd.DataFrame:
+    """Per layer of one model: P1's angle θ(h_l, h_{l+1}) and relative update size (positions ≥ 1,
+    un-normalised stream), P2's neighbour-average and skip degradation, and Block Influence."""
+    g = geometry_stats["conventions"]["raw"]["pos_ge_1"]
+    L = geometry_stats["n_layers"]
+    out = pd.DataFrame({"layer": range(L), "theta": g["theta"]["mean"][:L],
+                        "rel_update": g["rel_update"]["mean"][:L]})
+    imp = importance_table[importance_table["set"] == set_name]
+    for method, col in (("neighbour_average", "neighbour-average deg %"), ("skip", "skip deg %")):
+        m = imp[imp["method"] == method].set_index("layer")["deg"]
+        out[col] = out["layer"].map(m)
+    out = out.merge(similarity[["layer", "block_influence", "angular_distance"]], on="layer")
+    return out
+
+
+def spearman_matrix(layers: pd.DataFrame, inner: bool = True) -> pd.DataFrame:
+    """Spearman ρ between every pair of per-layer measures (layers 1 … L−2 by default)."""
+    df = layers
+    if inner:
+        df = df[(df["layer"] >= 1) & (df["layer"] <= df["layer"].max() - 1)]
+    return df.drop(columns="layer").corr(method="spearman").round(3)
+
+
+def family_scaling(losses: pd.DataFrame) -> dict[str, float]:
+    """Loss vs depth of the family trained here: the fitted exponent, and whether loss falls
+    monotonically with depth."""
+    from .geometry import loss_depth_fit
+
+    fit = loss_depth_fit(losses)
+    y = losses.sort_values("depth")["val_loss"].to_numpy()
+    return {**fit, "monotone": bool(np.all(np.diff(y) < 0)), "depths": len(y)}

@@ -1,0 +1,65 @@
+"""The verdict chapter: a row for every spec claim, links to chapters, cross-paper tables."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from layerlab import claims, verdicts
+from layerlab.results import Cache
+
+
+def _claim(cid, verdict=claims.REPRODUCED):
+    paper, chapter = verdicts.SPEC_CLAIMS[cid]
+    return claims.Claim(id=cid, paper=paper, chapter=chapter, statement=f"statement {cid}",
+                        paper_value="1", ours="2", rule="r", verdict=verdict, setting="s")
+
+
+def test_every_spec_claim_has_a_row_measured_or_not():
+    claims.register(_claim("P2-C1-core"), "smoke")
+    claims.register(_claim("P1-C4-headline", claims.PARTLY), "smoke")
+    t = verdicts.table("smoke")
+    assert set(verdicts.SPEC_CLAIMS) <= set(t["id"])
+    row = t.set_index("id")
+    assert row.loc["P2-C1-core", "verdict"] == claims.REPRODUCED
+    assert row.loc["P1-C4-headline", "verdict"] == claims.PARTLY
+    assert row.loc["P2-C6-cost", "verdict"] == claims.NOT_TESTABLE
+    assert "not measured" in row.loc["P2-C6-cost", "setting"]
+    c = verdicts.counts(t)
+    assert int(c.to_numpy().sum()) == len(t)
+
+
+def test_spec_claims_point_at_existing_chapters():
+    from pathlib import Path
+
+    nb = Path(__file__).resolve().parents[1] / "notebooks"
+    for cid, (paper, chapter) in verdicts.SPEC_CLAIMS.items():
+        assert cid.startswith(paper) and (nb / f"{chapter}.py").is_file(), cid
+
+
+def test_html_table_links_each_claim_to_its_chapter_and_escapes_text():
+    t = pd.DataFrame([{"id": "P2-C1-core", "paper": "P2", "chapter": "05_importance_map",
+                       "statement": "a < b", "paper_value": "x", "ours": "y", "rule": "z",
+                       "verdict": "reproduced", "setting": "s"}])
+    out = verdicts.html_table(t)
+    assert '<a href="05_importance_map.html">a &lt; b</a>' in out
+
+
+def test_per_layer_joins_geometry_and_importance():
+    L = 4
+    geo = {"n_layers": L, "conventions": {"raw": {"pos_ge_1": {
+        "theta": {"mean": [0.1, 0.2, 0.3, 0.4]}, "rel_update": {"mean": [1, 2, 3, 4]}}}}}
+    imp = pd.DataFrame([{"set": "E1", "method": m, "layer": l, "deg": 10.0 * l + (m == "skip")}
+                        for m in ("neighbour_average", "skip") for l in range(L)])
+    sim = pd.DataFrame({"layer": range(L), "block_influence": [0.4, 0.3, 0.2, 0.1],
+                        "angular_distance": [0.1, 0.2, 0.3, 0.4]})
+    layers = verdicts.per_layer(geo, imp, sim)
+    assert list(layers.columns) == ["layer", "theta", "rel_update", "neighbour-average deg %",
+                                    "skip deg %", "block_influence", "angular_distance"]
+    rho = verdicts.spearman_matrix(layers, inner=False)
+    assert rho.loc["theta", "neighbour-average deg %"] == 1.0
+    assert rho.loc["theta", "block_influence"] == -1.0
+
+
+def test_family_scaling_flags_non_monotone_losses():
+    losses = pd.DataFrame({"depth": [2, 4, 8, 16, 32], "val_loss": [2.0, 1.8, 1.7, 1.75, 1.72]})
+    assert verdicts.family_scaling(losses)["monotone"] is False
