@@ -77,7 +77,8 @@ result["joint"].pivot(index="strategy", columns="set", values="deg").round(1).so
 # ## One layer at a time
 #
 # The joint numbers compound: a strategy that costs a few percent on each of a dozen layers can
-# cost hundreds of percent together. Each cell below edits one layer of S alone.
+# cost hundreds of percent together. Each cell below edits one layer of S alone (on E0 in the
+# `cpu` profile, on both sets in `gpu`).
 
 # %%
 plots.single_layer_heatmap(result["single"])

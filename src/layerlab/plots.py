@@ -404,9 +404,9 @@ def strategy_bars(joint: pd.DataFrame) -> alt.Chart:
 
 def single_layer_heatmap(single: pd.DataFrame) -> alt.Chart:
     """Each strategy on each target layer alone: degradation % (symmetric log colour)."""
-    pick_set = alt.param(name="single_set", value="E1",
-                         bind=alt.binding_radio(options=sorted(single["set"].unique()),
-                                                name="evaluation set: "))
+    sets = sorted(single["set"].unique())
+    pick_set = alt.param(name="single_set", value=sets[-1],
+                         bind=alt.binding_radio(options=sets, name="evaluation set: "))
     return (
         alt.Chart(single, title="Each strategy on one layer at a time (degradation %)")
         .mark_rect()

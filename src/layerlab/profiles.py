@@ -55,6 +55,7 @@ CPU_ANATOMY = {
     "e1_tokens": 20_000, "e1_max_len": 96, "batch_tokens": 2048, "bootstrap": 1000,
     "map_methods": {"E0": ALL_MAP_METHODS, "E1": ("neighbour_average", "skip")},
     "alphas": (0.5, 0.8, 0.9, 0.95, 1.05, 1.1), "generate_tokens": 40,
+    "single_sets": ("E0",),  # each strategy on each layer alone: E0 on 2 cores, both on a GPU
     "init_std": 0.041667,  # SmolLM2's initializer_range (its config.json; the GGUF drops it)
     # §13's reduced recovery: a handful of layers, σ = 0.5, only the damaged layer trains
     "recovery": {"layers": (1, 8, 11, 14, 17, 25), "sigma": 0.5, "steps": 100,
@@ -181,6 +182,7 @@ PROFILES: dict[str, Profile] = {
                "anatomy": {**CPU_ANATOMY, "model": "HuggingFaceTB/SmolLM2-135M",
                            "e1_source": "fineweb", "e1_tokens": 100_000, "batch_tokens": 8192,
                            "map_methods": {"E0": ALL_MAP_METHODS, "E1": ALL_MAP_METHODS},
+                           "single_sets": ("E0", "E1"),
                            "recovery": {"layers": tuple(range(30)), "sigma": 0.5, "steps": 200,
                                         "eval_every": 10, "lr": 1e-4, "batch_size": 8,
                                         "seq_len": 128}},

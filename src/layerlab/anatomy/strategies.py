@@ -65,7 +65,7 @@ def plan(lab: Lab, target: list[int]) -> dict[str, dict[str, Any]]:
         for name in (*STRATEGIES, *VARIANTS):
             items[f"{s}-joint-{name}"] = {"set": s, "part": "joint", "strategy": name,
                                          "layers": target}
-        for name in STRATEGIES:
+        for name in STRATEGIES if s in cfg.get("single_sets", ("E0", "E1")) else ():
             for l in target:
                 items[f"{s}-single-{name}-L{l:02d}"] = {"set": s, "part": "single",
                                                         "strategy": name, "layers": [l]}
