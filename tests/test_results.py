@@ -102,3 +102,16 @@ def test_arrays_round_trip_beside_the_record(cache):
     assert back["x"].dtype == np.float32
     np.testing.assert_array_equal(back["x"], arrays["x"])
     np.testing.assert_array_equal(back["ids"], arrays["ids"])
+
+
+def test_cache_only_mode_refuses_to_compute(tmp_path, monkeypatch):
+    from layerlab import results
+
+    cache = results.Cache("smoke", root=tmp_path)
+    cache.put("exp", {"a": 1}, 5)
+    monkeypatch.setenv("LAYERLAB_CACHE_ONLY", "1")
+    assert cache.cached("exp", {"a": 1}, lambda: 6) == 5
+    with pytest.raises(LookupError, match="LAYERLAB_CACHE_ONLY"):
+        cache.cached("exp", {"a": 2}, lambda: 6)
+    with pytest.raises(LookupError, match="exp/x"):
+        cache.for_each("exp", {"a": 1}, {"x": 1}, lambda n, i: 1, progress=False)

@@ -76,6 +76,13 @@ def slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "__", name).strip("_") or "item"
 
 
+def _may_compute(cache: "Cache", what: str) -> None:
+    """With `$LAYERLAB_CACHE_ONLY=1`, a missing result is an error instead of a computation
+    (rendering pages from committed results must never start a long run)."""
+    if os.environ.get("LAYERLAB_CACHE_ONLY") == "1":
+        raise LookupError(f"{what} is not in {cache.folder} and LAYERLAB_CACHE_ONLY=1")
+
+
 @dataclass
 class Cache:
     """Results of one profile. `root` defaults to `results/` (or `$LAYERLAB_RESULTS`)."""
@@ -119,6 +126,7 @@ class Cache:
             hit = self.get(experiment, config)
             if hit is not None:
                 return hit
+        _may_compute(self, experiment)
         return self.put(experiment, config, compute())
 
     def for_each(self, experiment: str, config: Mapping[str, Any], items: Mapping[str, Any],
@@ -136,6 +144,8 @@ class Cache:
             bar.set_postfix_str(name)
             key = {**config, "item": item}  # an item's own settings are part of its key
             hit = None if force else self.get(experiment, key, name)
+            if hit is None:
+                _may_compute(self, f"{experiment}/{name}")
             out[name] = hit if hit is not None else self.put(
                 experiment, key, compute(name, item), item=name
             )

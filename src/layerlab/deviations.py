@@ -1,0 +1,212 @@
+"""The deviations page (`book/deviations.md`): every place we chose among ambiguous readings of
+the papers, the alternatives we also ran, and how far the headline moved between them.
+
+The page is rendered from the results cache, never typed: `python -m layerlab.deviations`
+rewrites it, and a test checks the committed page equals a fresh rendering.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from . import claims, paths, profiles
+
+HEADER = """# Deviations: every choice among ambiguous readings
+
+Neither paper publishes everything its numbers depend on: P2's code and evaluation sentences
+are not public, P1's PCA features and cluster rule are not given, and both leave protocol details
+open. Wherever a reading had to be chosen, the book implements the documented alternatives and
+reports them. This page lists each choice, what else we ran, and how much the headline moved.
+Its numbers are rendered from the committed results of the `{profile}` profile by
+`python -m layerlab.deviations` (a test checks the page matches), so none of them is typed.
+"""
+
+
+def _claim_ours(table: pd.DataFrame, cid: str) -> str:
+    row = table[table["id"] == cid]
+    return str(row["ours"].iloc[0]) if len(row) else "not measured in this profile"
+
+
+def _fmt(x: float, digits: int = 1) -> str:
+    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:+,.{digits}f} %"
+
+
+def _p2_sections(profile: profiles.Profile) -> list[str]:
+    from .anatomy import deltas, importance, predictability, recovery
+    from .anatomy.lab import Lab
+    from . import growth
+
+    lab = Lab(profile, progress=False)
+    out = []
+    imap = importance.run(lab)
+    t = imap["table"]
+
+    def deg(set_name: str, method: str, layer: int, col: str = "deg") -> float:
+        r = t[(t["set"] == set_name) & (t["method"] == method) & (t["layer"] == layer)]
+        return float(r[col].iloc[0]) if len(r) else float("nan")
+
+    peak = 11 if lab.n_layers > 11 else lab.n_layers // 2
+    out.append(f"""## P2 — the evaluation sentences (E0 vs E1)
+
+The paper's ten sentences are unknown. **Choice:** our own ten sentences (E0, published in
+chapter 05) *and* ≥ 20k held-out tokens (E1); every headline is given on both.
+**Movement:** L{peak}'s neighbour-average degradation is {_fmt(deg('E0', 'neighbour_average', peak))}
+on E0 and {_fmt(deg('E1', 'neighbour_average', peak))} on E1.""")
+
+    out.append(f"""## P2 — perplexity pooling
+
+Token-pooled perplexity or the mean of per-sentence perplexities? **Choice:** token-pooled (the
+spec's default). **Alternative run:** the per-sentence mean, for every map. **Movement:**
+L{peak} on E0 goes from {_fmt(deg('E0', 'neighbour_average', peak))} (pooled) to
+{_fmt(deg('E0', 'neighbour_average', peak, 'deg_sentence_mean'))} (per-sentence mean).""")
+
+    lin = deg("E0", "neighbour_average_linear", peak)
+    out.append(f"""## P2 — which tensors a neighbour average replaces
+
+**Choice:** all nine tensors of the block. **Alternatives run:** the seven linear matrices only
+(norms kept), attention only, MLP only, layer removal (skip) and the mean of all other layers.
+**Movement:** L{peak} on E0: all tensors {_fmt(deg('E0', 'neighbour_average', peak))}, linear
+only {_fmt(lin)}, removal {_fmt(deg('E0', 'skip', peak))}.""")
+
+    edge = lab.n_layers - 1
+    out.append(f"""## P2 — the edge layers and layer numbering
+
+**Choice:** 0-based indices (HF module index); the headline range is layers 1 … {edge - 1}, where
+both neighbours exist. **Alternative run:** a single-neighbour copy for L0 and L{edge}, shown but
+flagged: E0 degradation {_fmt(deg('E0', 'neighbour_average', 0))} for L0 and
+{_fmt(deg('E0', 'neighbour_average', edge))} for L{edge}.""")
+
+    r = imap["ranges"].set_index("set")
+    ranges = "; ".join(f"{s}: 10^{r.loc[s, 'log10_range']:.1f} (bootstrap 95 % 10^"
+                       f"{r.loc[s, 'log10_range_ci'][0]:.1f}–10^{r.loc[s, 'log10_range_ci'][1]:.1f})"
+                       for s in r.index)
+    out.append(f"""## P2 — the "10^7 range"
+
+Undefined in the paper. **Choice:** max |deg| / min |deg| over layers 1 … {edge - 1}, reported with
+its bootstrap spread beside two well-posed summaries. **Values:** {ranges}.""")
+
+    pred = predictability.run(lab)
+    ridge, alpha = pred["ridge"], pred["alpha"]
+    gate = ridge[(ridge["stack"] == "real") & (ridge["type"] == "gate")]
+
+    def r2(protocol: str, a: float | None) -> float:
+        df = gate[gate["protocol"] == protocol]
+        if a is not None:
+            df = df[df["alpha"] == a]
+        return float(df["r2"].iloc[0]) if len(df) else float("nan")
+
+    out.append(f"""## P2 — the ridge protocol behind "R² = 0.91"
+
+Features, split, α and aggregation are unknown. **Choice:** layer-as-sample kernel ridge, scored
+three ways, at the α whose in-sample gate_proj R² lands nearest 0.91 (α = {alpha:.3g}).
+**Alternatives run:** per-element autoregression and summary-statistic descriptors; the mean,
+persistence, shuffled, i.i.d. and untrained nulls. **Movement:** gate_proj R² in-sample
+{r2('in_sample', alpha):.3f}, forward split {r2('forward', alpha):.3f}, leave-one-out
+{r2('loo', min(predictability.SPEC_ALPHAS, key=lambda x: abs(x - alpha))):.3f},
+autoregression {r2('autoregression', None):.3f}.""")
+
+    d = deltas.run(lab)["summary"]
+    mats = [x for x in d.index if x in ("q", "k", "v", "o", "gate", "up", "down")]
+    norms = [x for x in d.index if x not in mats]
+    out.append(f"""## P2 — which components enter the "−0.50"
+
+**Choice:** every tensor type reported separately. **Movement:** the linear matrices average
+{d.loc[mats, 'real'].mean():+.3f}; the norm weights {', '.join(f'{n} {d.loc[n, "real"]:+.3f}' for n in norms) or 'n/a'}.
+An average over all nine types would hide that the norms depart from −1/2.""")
+
+    from .anatomy import strategies
+
+    S = strategies.target_set(t)
+    out.append(f"""## P2 — the target set and forms of the five strategies
+
+The target set and exact forms are unknown. **Choice:** the connective tissue and anti-layers of
+our own E1 map, edited jointly (S = {S}); the forms stated in chapter 06. **Alternatives run:**
+each strategy on each layer of S alone, low-rank ranks 16 and 128, the neighbour average as a
+mixing variant, and α from 0.5 to 1.1 on S, on all layers and on L{peak} alone.""")
+
+    rec = recovery.run(lab)["table"]
+    cfg = recovery.config_for(lab)
+    fixed = rec[rec["condition"] == "fixed σ"]
+    taus = [f"steps τ={t:g}" for t in cfg.taus]
+    moved = sum(1 for _, row in fixed.iterrows()
+                if (row[taus[0]] if row[taus[0]] == row[taus[0]] else None)
+                != (row[taus[-1]] if row[taus[-1]] == row[taus[-1]] else None))
+    out.append(f"""## P2 — recovery: noise, trainable parameters and the "recovered" threshold
+
+**Choice:** σ relative to each matrix's std, only the damaged layer trains, recovered at
+PPL ≤ {1 + min(cfg.taus):g} × base on {cfg.eval_set}. **Alternatives run:** τ = {max(cfg.taus):g}
+(the steps differ for {moved} of {len(fixed)} layers) and the equal-damage control (σ calibrated
+per layer). The whole-model variant is implemented but not run in this profile.""")
+
+    runs = growth.run(profile, progress=False)
+    comp = growth.comparison(growth.curves(runs)).set_index(["regime", "arm"])
+    lines = "; ".join(
+        f"{regime}: GTT spent {comp.loc[(regime, 'gtt'), 'layer_steps share']:.0%} of uniform's "
+        f"layer-steps, {comp.loc[(regime, 'gtt'), 'step share']:.0%} of its steps and "
+        f"{comp.loc[(regime, 'gtt'), 'flops share']:.0%} of its FLOPs"
+        for regime in comp.index.get_level_values(0).unique())
+    out.append(f"""## P2 — growth training: data, anatomy, budget and "~54 %"
+
+Data, tokenizer, widths, learning rate, phase lengths and the budget definition are unknown.
+**Choice:** the 12-layer model the parameter count implies, SmolLM2's classes mapped
+proportionally, "budget" = layer-steps, "cost reduction" = 1 − FLOP share; two data regimes.
+**Alternatives run:** uniform training at full and at equal budget, G_stack, and random
+schedules. **Movement:** {lines}.""")
+    return out
+
+
+def _p1_sections(table: pd.DataFrame) -> list[str]:
+    return [
+        f"""## P1 — the Chinchilla fit
+
+**Choice:** the authors' recipe (Adam, 50k steps, their start and units) for the headline.
+**Alternatives run:** the converged least-squares fit, bootstrap, likelihood profile, every
+outlier cut and the ℓ − 2 variant. **Results:** {_claim_ours(table, 'P1-C2-alpha-l-paper-recipe')};
+headline check: {_claim_ours(table, 'P1-C4-headline')}; ℓ − 2 variant:
+{_claim_ours(table, 'P1-C6-minus-two-variant')}.""",
+        f"""## P1 — features and rule of the token PCA
+
+Not published. **Choice:** progress features with 2-means (fixed before looking at results).
+**Alternatives run:** rotation features, a valley split of PC1, and every model without position 0.
+**Results:** {_claim_ours(table, 'P1-B1-bulk-fraction')}.""",
+        f"""## P1 — the toy networks' head and schedule
+
+**Choice:** the fixed shared head and the paper's schedules on the `cpu` profile; the learned
+head and constant LR of the paper's grid on `gpu`. **Results:**
+independent teacher {_claim_ours(table, 'P1-D1-independent-teacher')};
+tied teacher {_claim_ours(table, 'P1-D2-tied-teacher-steep')}.""",
+    ]
+
+
+def render(profile_name: str = "cpu") -> str:
+    profile = profiles.get(profile_name)
+    table = claims.collect(profile_name)
+    parts = [HEADER.format(profile=profile_name), *_p1_sections(table), *_p2_sections(profile),
+             """## Not runnable offline
+
+- **Checkpoints.** P2 studied SmolLM2-135M base (precision unknown); offline only the
+  Instruct model as a 4-bit Q4_1 GGUF exists, dequantised to float32. P1's Pythia, Qwen2.5 and
+  OPT models are not available offline. The `gpu` profile loads the papers' own checkpoints.
+- **Text.** The papers read FineWeb; offline we read vendored Wikipedia, Bible, Shakespeare and
+  Python documentation. The `gpu` profile streams FineWeb.
+"""]
+    return "\n\n".join(p.strip() for p in parts) + "\n"
+
+
+def page_path() -> Path:
+    return paths.REPO_ROOT / "book" / "deviations.md"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    page_path().write_text(render(args[0] if args else "cpu"), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
