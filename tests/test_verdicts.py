@@ -5,7 +5,6 @@ from __future__ import annotations
 import pandas as pd
 
 from layerlab import claims, verdicts
-from layerlab.results import Cache
 
 
 def _claim(cid, verdict=claims.REPRODUCED):

@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import torch
 
 from .. import claims
 from . import weights as w
