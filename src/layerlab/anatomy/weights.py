@@ -12,7 +12,7 @@ number of elements. The stack is read once per type; kernel-form ridge then take
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -319,4 +319,3 @@ def replace_edit(lm: LoadedModel, values: dict[int, dict[str, np.ndarray]]) -> e
     return edits.edit("replace", sorted(values), values=shaped)
 
 
-Stat = Callable[[np.ndarray], np.ndarray]
