@@ -317,5 +317,3 @@ def replace_edit(lm: LoadedModel, values: dict[int, dict[str, np.ndarray]]) -> e
         shaped[l] = {n: torch.as_tensor(np.asarray(v, dtype=np.float32)).reshape(params[n].shape)
                      for n, v in tensors.items()}
     return edits.edit("replace", sorted(values), values=shaped)
-
-
