@@ -36,10 +36,11 @@
 #   linear matrices only, of the attention or MLP matrices only; **layer removal** (skip), the
 #   operation of ShortGPT, Gromov et al. and "Layers as Painters"; and the mean of all other layers.
 #
-# Why removal matters: trained weights of adjacent layers are uncorrelated element-wise (chapter
-# 08), so the average of two neighbours is not a smoothed copy of layer l but a new, unrelated
-# matrix with ≈ 0.71× the norm. Neighbour averaging *replaces* a layer by a spurious function;
-# skipping *removes* it.
+# Why removal matters: chapter 08 measures the element-wise correlation of adjacent layers' weights.
+# Where it is near zero, the average of two neighbours is not a smoothed copy of layer l but a
+# new, unrelated matrix (with about 1/√2 of a real layer's norm, as for any two uncorrelated
+# matrices of equal norm): neighbour averaging then *replaces* a layer by a spurious function,
+# while skipping *removes* it.
 
 # %%
 # Setup on Colab: clone the repository (code, vendored data, cached results) and install layerlab.

@@ -80,8 +80,8 @@ predictability.protocol_table(ridge, alpha)
 #
 # With 29 training pairs and 884,736 numbers per layer the kernel has full rank: with α → 0 ridge
 # interpolates the training layers exactly (R² = 1) and with α → ∞ it predicts their mean (R² ≈ 0).
-# Any in-sample value between the two, 0.91 included, is a choice of α. Out of sample (dashed) no
-# α predicts anything.
+# Any in-sample value between the two, 0.91 included, is a choice of α. The dashed lines show how
+# far any α gets out of sample.
 
 # %%
 plots.r2_vs_alpha(ridge)

@@ -79,8 +79,9 @@ plots.delta_summary_dots(result["summary"])
 # %% [markdown]
 # ## Layer by layer
 #
-# Pick the real weights or a control. The linear matrices hug −1/2 whatever the stack; only the
-# norm weights, which *are* correlated across layers, leave it.
+# Pick the real weights or a control. If the matrices sit at −1/2 under every stack, while only
+# tensors with a real adjacent correlation (`adjacent_corr` above) leave it, the statistic is
+# measuring the absence of cross-layer correlation, not an oscillation.
 
 # %%
 plots.delta_lines(result["per_pair"])
