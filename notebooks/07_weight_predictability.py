@@ -102,9 +102,9 @@ predictability.null_table(ridge, "forward", 1e4)
 # %% [markdown]
 # ## What *is* regular: the distribution of each layer
 #
-# Sorted values and singular spectra are nearly the same from layer to layer (every layer is a
-# matrix of similar scale), so they are "predictable"; row and column norm profiles, which carry
-# neuron identity, are not.
+# Sorted values and singular spectra describe the *distribution* of a layer's weights (every layer
+# is a matrix of similar scale); row and column norm profiles carry neuron identity. Forward-split
+# R² of each descriptor, predicted from the layer below:
 
 # %%
 result["descriptors"].pivot_table(index="type", columns="descriptor", values="ridge_r2",
