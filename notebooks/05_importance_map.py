@@ -107,7 +107,7 @@ importance.headline(table, L)
 
 # %%
 nb = table[table["method"] == "neighbour_average"]
-nb.pivot(index="layer", columns="set", values="class").T
+nb.pivot(index="layer", columns="set", values="class")
 
 # %% [markdown]
 # ## Do the ablation methods agree?
@@ -184,6 +184,6 @@ claims.record(importance.assess(result, setting, L), profile.name)
 
 # %%
 provenance.table(provenance.collect(
-    profile.name, model=lab.model_name, eval_sets=result["sets"].to_dict(orient="records"),
+    profile.name, model=lab.model_name, eval_sets=importance.describe_sets(result["sets"]),
     bootstrap=lab.cfg["bootstrap"], seed=0,
 ))

@@ -139,7 +139,10 @@ class Cache:
         from tqdm.auto import tqdm
 
         out: dict[str, Any] = {}
-        bar = tqdm(items.items(), desc=experiment, disable=not progress, total=len(items))
+        missing = force or any(self.get(experiment, {**config, "item": item}, name) is None
+                               for name, item in items.items())
+        bar = tqdm(items.items(), desc=experiment, disable=not (progress and missing),
+                   total=len(items))
         for name, item in bar:
             bar.set_postfix_str(name)
             key = {**config, "item": item}  # an item's own settings are part of its key

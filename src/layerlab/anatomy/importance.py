@@ -334,3 +334,9 @@ def sign_agreement(table: pd.DataFrame, layers: tuple[int, ...] = PAPER_ANTI) ->
     df = table[table["layer"].isin(layers)]
     return df[["layer", "set", "method", "deg", "lo", "hi", "class"]].round(2).sort_values(
         ["layer", "set", "method"]).reset_index(drop=True)
+
+
+def describe_sets(sets: pd.DataFrame) -> str:
+    """One line per evaluation set, for provenance blocks."""
+    return "; ".join(f"{r['set']}: {r['sentences']} sentences, {r['predicted_tokens']} tokens "
+                     f"({r['source']})" for _, r in sets.iterrows())
