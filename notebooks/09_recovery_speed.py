@@ -67,7 +67,7 @@ print(f"profile {profile.name}; model {lab.model_name}; layers {list(cfg.layers)
 # ## Steps to recover, per layer and condition
 
 # %%
-result["table"].round(3)
+recovery.display_table(result["table"], cfg)
 
 # %%
 plots.recovery_curves(result["curves"], lab.base(cfg.eval_set).ppl)
@@ -106,5 +106,5 @@ claims.record(recovery.assess(result, corr, cfg, setting), profile.name)
 # ## Provenance
 
 # %%
-provenance.table(provenance.collect(profile.name, model=lab.model_name, recovery=cfg.__dict__,
-                                    seed=cfg.seed))
+provenance.table(provenance.collect(profile.name, model=lab.model_name,
+                                    recovery=recovery.describe(cfg), seed=cfg.seed))
