@@ -68,7 +68,7 @@ runs = growth.run(profile)  # cached arm by arm; an interrupted arm resumes from
 cv = growth.curves(runs)
 cfg = growth.config_for(profile, "natural", 0)
 print(f"profile {profile.name}; {cfg.layers} layers of {growth.layer_params(cfg):,} parameters, "
-      f"tokenizer {cfg.tokenizer}; seeds {sorted(cv['seed'].unique())}")
+      f"tokenizer {cfg.tokenizer}; seeds {growth.seeds(cv)}")
 
 # %% [markdown]
 # ## The programs
@@ -99,7 +99,7 @@ growth.comparison(cv).round(3)
 # %%
 setting = (f"profile {profile.name}: {cfg.layers}-layer Llama-style model, d = {cfg.width}, "
            f"{cfg.tokenizer} tokenizer, {cfg.batch_size} × {cfg.seq_len} tokens a step, seeds "
-           f"{sorted(cv['seed'].unique())}")
+           f"{growth.seeds(cv)}")
 claims.record(growth.assess(cv, setting), profile.name)
 
 # %% [markdown]
@@ -122,4 +122,4 @@ claims.record(growth.assess(cv, setting), profile.name)
 # ## Provenance
 
 # %%
-provenance.table(provenance.collect(profile.name, growth=profile.extra["growth"], seed=0))
+provenance.table(provenance.collect(profile.name, growth=growth.describe(profile), seed=0))

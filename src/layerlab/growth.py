@@ -576,3 +576,14 @@ def program_table(cfg: GrowthConfig, seed: int = 0) -> "pd.DataFrame":
                          "layer-steps": 0, "model layers": cfg.layers,
                          "operation": f"scale layers {list(prog.final_scale)} by {cfg.anti_scale}"})
     return pd.DataFrame(rows)
+
+
+def seeds(cv: "pd.DataFrame") -> list[int]:
+    return sorted(int(s) for s in cv["seed"].unique())
+
+
+def describe(profile) -> str:
+    """The profile's growth settings on one line, for provenance blocks."""
+    g = profile.extra["growth"]
+    cfg = ", ".join(f"{k}={v}" for k, v in g["config"].items())
+    return f"{cfg}; regimes {list(g['regimes'])}; seeds {list(g['seeds'])}"
