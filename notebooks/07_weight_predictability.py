@@ -122,7 +122,7 @@ plots.paradox_chart(result["paradox"])
 
 # %%
 result["paradox"].pivot_table(index=["k", "layers"], columns=["set", "substitute"],
-                              values="ppl").round(1)
+                              values="log10_ppl").round(2)
 
 # %% [markdown]
 # If the predictions carried the layers' function, they would beat the controls. When all three

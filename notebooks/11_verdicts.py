@@ -72,7 +72,7 @@ HTML(verdicts.html_table(table))
 
 # %%
 lab = Lab(profile)
-geo = geometry.run(profile, only=[lab.model_name])[lab.model_name]  # cached by chapter 02
+geo = geometry.run(profile, only=[lab.model_name], progress=False)[lab.model_name]  # chapter 02
 imap = importance.run(lab)  # cached by chapter 05
 layers = verdicts.per_layer(geo, imap["table"], imap["similarity"])
 verdicts.spearman_matrix(layers)
