@@ -21,7 +21,7 @@ def _version(package: str) -> str:
 
 
 def git_commit() -> str:
-    """HEAD of the repository layerlab runs from, marked `+dirty` when the tree has changes."""
+    """HEAD of the repository layerlab runs from, marked `+dirty` when sources have changes."""
     def git(*args: str) -> str:
         out = subprocess.run(["git", "-C", str(paths.REPO_ROOT), *args], capture_output=True,
                              text=True, timeout=10)
@@ -33,7 +33,9 @@ def git_commit() -> str:
         head = git("rev-parse", "--short=12", "HEAD")
     except (OSError, RuntimeError, subprocess.TimeoutExpired):
         return "unknown"
-    dirty = git("status", "--porcelain", "--untracked-files=no")
+    # outputs (executed notebooks, cached results) do not make the code that produced them dirty
+    dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".",
+                ":(exclude)notebooks/*.ipynb", ":(exclude)results")
     return head + ("+dirty" if dirty else "")
 
 
