@@ -110,14 +110,6 @@ def _lr(step: int, cfg: FamilyConfig) -> float:
     return cfg.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * t)))
 
 
-def _save_atomic(obj: Any, path: Path) -> None:
-    import io
-
-    buffer = io.BytesIO()
-    torch.save(obj, buffer)
-    results.atomic_write_bytes(path, buffer.getvalue())
-
-
 def train(depth: int, cfg: FamilyConfig, *, progress: bool = True,
           stop_after: int | None = None) -> dict[str, Any]:
     """Train one member (resuming from its checkpoint if one exists); returns its curve.
@@ -161,8 +153,8 @@ def train(depth: int, cfg: FamilyConfig, *, progress: bool = True,
             state["step"] = done
             state["seconds"] += time.perf_counter() - started
             started = time.perf_counter()
-            _save_atomic({"model": lm.model.state_dict(), "opt": opt.state_dict(), "state": state},
-                         ckpt_path)
+            results.save_torch({"model": lm.model.state_dict(), "opt": opt.state_dict(),
+                                "state": state}, ckpt_path)
         if stop_after is not None and done >= stop_after:
             break
     final = state["curve"][-1] if state["curve"] else {}

@@ -320,14 +320,6 @@ def _lr(step: int, total: int, cfg: GrowthConfig) -> float:
     return cfg.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * t)))
 
 
-def _save(obj: Any, path: Path) -> None:
-    import io
-
-    buffer = io.BytesIO()
-    torch.save(obj, buffer)
-    results.atomic_write_bytes(path, buffer.getvalue())
-
-
 def _segment_at(prog: Program, step: int) -> tuple[int, Segment]:
     start = 0
     for i, seg in enumerate(prog.segments):
@@ -406,7 +398,8 @@ def train_arm(prog: Program, cfg: GrowthConfig, tok, *, progress: bool = True,
         if done % cfg.checkpoint_every == 0 or last:
             state["step"] = done
             state["finished"] = last
-            _save({"model": model.state_dict(), "opt": opt.state_dict(), "state": state}, path)
+            results.save_torch({"model": model.state_dict(), "opt": opt.state_dict(),
+                                "state": state}, path)
         if stop_after is not None and done >= stop_after:
             break
     return {"arm": prog.arm, "steps": prog.steps, "layer_steps_budget": prog.layer_steps,

@@ -65,6 +65,17 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         raise
 
 
+def save_torch(obj: Any, path: Path) -> None:
+    """`torch.save` to `path` atomically (checkpoints survive an interruption mid-write)."""
+    import io
+
+    import torch
+
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    atomic_write_bytes(path, buffer.getvalue())
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
