@@ -13,7 +13,6 @@ is retrained.
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from . import corpus, models, paths, results
+from . import corpus, models, paths, results, training
 
 
 @dataclass(frozen=True)
@@ -76,11 +75,7 @@ def build(depth: int, cfg: FamilyConfig) -> models.LoadedModel:
 def _train_blocks(cfg: FamilyConfig, tok) -> torch.Tensor:
     blocks = corpus.token_blocks(tok, cfg.corpus, n_tokens=10**9, seq_len=cfg.seq_len,
                                  split="train", allow_fewer=True)
-    need = cfg.steps * cfg.batch_size
-    gen = torch.Generator().manual_seed(cfg.seed)
-    order = torch.cat([torch.randperm(len(blocks), generator=gen)
-                       for _ in range(math.ceil(need / len(blocks)))])[:need]
-    return blocks[order].view(cfg.steps, cfg.batch_size, cfg.seq_len)
+    return training.shuffled_batches(blocks, cfg.steps, cfg.batch_size, cfg.seed)
 
 
 def _eval_blocks(cfg: FamilyConfig, tok) -> torch.Tensor:
@@ -88,26 +83,9 @@ def _eval_blocks(cfg: FamilyConfig, tok) -> torch.Tensor:
                                seq_len=cfg.seq_len, split="validation")
 
 
-@torch.no_grad()
 def eval_loss(lm: models.LoadedModel, blocks: torch.Tensor, batch_size: int = 16) -> float:
     """Mean next-token loss in nats per byte."""
-    lm.model.eval()
-    total, count = 0.0, 0
-    for i in range(0, len(blocks), batch_size):
-        ids = blocks[i : i + batch_size]
-        logits = lm.model(input_ids=ids, use_cache=False).logits
-        total += float(F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten(),
-                                       reduction="sum"))
-        count += ids[:, 1:].numel()
-    return total / count
-
-
-def _lr(step: int, cfg: FamilyConfig) -> float:
-    """Linear warm-up, then cosine decay to 10 % (step counts from 0)."""
-    if step < cfg.warmup:
-        return cfg.lr * (step + 1) / cfg.warmup
-    t = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
-    return cfg.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * t)))
+    return training.mean_loss(lm.model, blocks, batch_size)
 
 
 def train(depth: int, cfg: FamilyConfig, *, progress: bool = True,
@@ -136,7 +114,7 @@ def train(depth: int, cfg: FamilyConfig, *, progress: bool = True,
     for step in bar:
         lm.model.train()
         for group in opt.param_groups:
-            group["lr"] = _lr(step, cfg)
+            group["lr"] = training.warmup_cosine(step, cfg.steps, cfg.lr, cfg.warmup)
         ids = train_blocks[step]
         logits = lm.model(input_ids=ids, use_cache=False).logits
         loss = F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten())

@@ -17,7 +17,6 @@ uninterrupted one.
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +26,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from . import corpus, models, paths, results
+from . import corpus, models, paths, results, training
 
 
 @dataclass(frozen=True)
@@ -234,24 +233,7 @@ def data(cfg: GrowthConfig, tok, steps: int) -> tuple[torch.Tensor, torch.Tensor
         val = pool[:: max(1, len(pool) // cfg.eval_blocks)][: cfg.eval_blocks]
     else:
         raise ValueError(f"unknown regime {cfg.regime!r}: 'natural' or 'memorise'")
-    need = steps * cfg.batch_size
-    gen = torch.Generator().manual_seed(cfg.seed)
-    order = torch.cat([torch.randperm(len(pool), generator=gen)
-                       for _ in range(math.ceil(need / len(pool)))])[:need]
-    return pool[order].view(steps, cfg.batch_size, cfg.seq_len), val
-
-
-@torch.no_grad()
-def eval_loss(model, val: torch.Tensor, batch: int = 16) -> float:
-    model.eval()
-    total, count = 0.0, 0
-    for i in range(0, len(val), batch):
-        ids = val[i : i + batch]
-        logits = model(input_ids=ids, use_cache=False).logits
-        total += float(F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten(),
-                                       reduction="sum"))
-        count += ids[:, 1:].numel()
-    return total / count
+    return training.shuffled_batches(pool, steps, cfg.batch_size, cfg.seed), val
 
 
 # -- operations -----------------------------------------------------------------------------------
@@ -313,13 +295,6 @@ def folder(cfg: GrowthConfig) -> Path:
     return paths.cache_dir() / "growth" / results.config_hash(cfg.key())
 
 
-def _lr(step: int, total: int, cfg: GrowthConfig) -> float:
-    if step < cfg.warmup:
-        return cfg.lr * (step + 1) / cfg.warmup
-    t = (step - cfg.warmup) / max(1, total - cfg.warmup)
-    return cfg.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * t)))
-
-
 def _segment_at(prog: Program, step: int) -> tuple[int, Segment]:
     start = 0
     for i, seg in enumerate(prog.segments):
@@ -354,7 +329,7 @@ def train_arm(prog: Program, cfg: GrowthConfig, tok, *, progress: bool = True,
         opt.load_state_dict(saved["opt"])
     if not state["curve"]:
         state["curve"].append({"step": 0, "layer_steps": 0, "tokens": 0, "flops": 0.0,
-                               "seconds": 0.0, "val_loss": eval_loss(model, val)})
+                               "seconds": 0.0, "val_loss": training.mean_loss(model, val)})
     bar = tqdm(range(state["step"], prog.steps), desc=prog.arm, disable=not progress,
                initial=state["step"], total=prog.steps, leave=False)
     started = time.perf_counter()
@@ -372,7 +347,7 @@ def train_arm(prog: Program, cfg: GrowthConfig, tok, *, progress: bool = True,
         set_trainable(model, seg.trainable)
         model.train()
         for group in opt.param_groups:
-            group["lr"] = _lr(step, prog.steps, cfg)
+            group["lr"] = training.warmup_cosine(step, prog.steps, cfg.lr, cfg.warmup)
         ids = batches[step]
         logits = model(input_ids=ids, use_cache=False).logits
         loss = F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten())
@@ -392,7 +367,7 @@ def train_arm(prog: Program, cfg: GrowthConfig, tok, *, progress: bool = True,
             state["curve"].append({"step": done, "layer_steps": state["layer_steps"],
                                    "tokens": state["tokens"], "flops": state["flops"],
                                    "seconds": state["seconds"], "train_loss": loss.item(),
-                                   "val_loss": eval_loss(model, val), "phase": seg.name})
+                                   "val_loss": training.mean_loss(model, val), "phase": seg.name})
             started = time.perf_counter()
             bar.set_postfix(val=f"{state['curve'][-1]['val_loss']:.3f}")
         if done % cfg.checkpoint_every == 0 or last:

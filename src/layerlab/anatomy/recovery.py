@@ -20,7 +20,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from .. import claims, corpus
+from .. import claims, corpus, training
 from . import edits
 from .lab import Lab
 
@@ -47,13 +47,9 @@ def config_for(lab: Lab) -> RecoveryConfig:
 
 def training_windows(tokenizer: Any, cfg: RecoveryConfig) -> torch.Tensor:
     """[steps, batch, seq_len] windows of Wikipedia's train split, shuffled by the seed."""
-    n = cfg.steps * cfg.batch_size
     blocks = corpus.token_blocks(tokenizer, "wikipedia", n_tokens=10**9, seq_len=cfg.seq_len,
                                  split="train", allow_fewer=True)
-    gen = torch.Generator().manual_seed(cfg.seed)
-    order = torch.cat([torch.randperm(len(blocks), generator=gen)
-                       for _ in range(math.ceil(n / len(blocks)))])[:n]
-    return blocks[order].view(cfg.steps, cfg.batch_size, cfg.seq_len)
+    return training.shuffled_batches(blocks, cfg.steps, cfg.batch_size, cfg.seed)
 
 
 def _trainable(lab: Lab, layer: int, cfg: RecoveryConfig) -> list[torch.nn.Parameter]:
@@ -175,9 +171,14 @@ def run(lab: Lab) -> dict[str, pd.DataFrame]:
     return {"table": pd.DataFrame(rows), "curves": pd.DataFrame(curves)}
 
 
+def censored(steps: float | None) -> bool:
+    """True for a layer that did not recover within the step limit (stored as None, read as NaN)."""
+    return steps is None or (isinstance(steps, float) and math.isnan(steps))
+
+
 def censored_rank_value(steps: float | None, limit: int, every: int) -> float:
     """Steps for ranking: a censored layer ranks above every recovered one."""
-    return float(limit + every) if steps is None or (isinstance(steps, float) and math.isnan(steps)) else float(steps)
+    return float(limit + every) if censored(steps) else float(steps)
 
 
 def correlate(table: pd.DataFrame, importance: pd.DataFrame, cfg: RecoveryConfig) -> pd.DataFrame:
@@ -212,14 +213,14 @@ def assess(result: dict[str, pd.DataFrame], corr: pd.DataFrame, cfg: RecoveryCon
         if l not in fixed.index:
             return "not run"
         v = fixed.loc[l, tau]
-        return f"> {cfg.steps}" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{int(v)}"
+        return f"> {cfg.steps}" if censored(v) else f"{int(v)}"
 
     checks = {}
     for l in (8, 11):
         if l in fixed.index:
             v = fixed.loc[l, tau]
             checks[f"L{l} not recovered before {cfg.steps // 2} steps"] = (
-                v is None or (isinstance(v, float) and math.isnan(v)) or v >= cfg.steps // 2)
+                censored(v) or v >= cfg.steps // 2)
     for l in (14, 17):
         if l in fixed.index:
             checks[f"L{l} recovered at once (0 steps)"] = fixed.loc[l, tau] == 0
@@ -255,7 +256,7 @@ def display_table(table: pd.DataFrame, cfg: RecoveryConfig) -> pd.DataFrame:
     out = table.copy()
     for t in cfg.taus:
         col = f"steps τ={t:g}"
-        out[col] = [f"> {cfg.steps}" if v is None or v != v else f"{int(v)}" for v in out[col]]
+        out[col] = [f"> {cfg.steps}" if censored(v) else f"{int(v)}" for v in out[col]]
     return out.round(3)
 
 
