@@ -149,21 +149,18 @@ class Cache:
         """
         from tqdm.auto import tqdm
 
-        out: dict[str, Any] = {}
-        missing = force or any(self.get(experiment, {**config, "item": item}, name) is None
-                               for name, item in items.items())
-        bar = tqdm(items.items(), desc=experiment, disable=not (progress and missing),
-                   total=len(items))
-        for name, item in bar:
+        # an item's own settings are part of its key; stored results are read once, up front
+        keys = {name: {**config, "item": item} for name, item in items.items()}
+        out: dict[str, Any] = {} if force else {
+            name: hit for name, key in keys.items()
+            if (hit := self.get(experiment, key, name)) is not None}
+        todo = [name for name in items if name not in out]
+        bar = tqdm(todo, desc=experiment, disable=not (progress and todo), total=len(todo))
+        for name in bar:
             bar.set_postfix_str(name)
-            key = {**config, "item": item}  # an item's own settings are part of its key
-            hit = None if force else self.get(experiment, key, name)
-            if hit is None:
-                _may_compute(self, f"{experiment}/{name}")
-            out[name] = hit if hit is not None else self.put(
-                experiment, key, compute(name, item), item=name
-            )
-        return out
+            _may_compute(self, f"{experiment}/{name}")
+            out[name] = self.put(experiment, keys[name], compute(name, items[name]), item=name)
+        return {name: out[name] for name in items}  # in the order of `items`
 
     def arrays_path(self, experiment: str, config: Mapping[str, Any], item: str | None = None) -> Path:
         return self.path(experiment, config, item).with_suffix(".npz")
