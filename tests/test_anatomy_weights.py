@@ -109,11 +109,22 @@ def test_baselines_and_autoregression():
     assert min(r["r2"] for r in fit["rows"]) > 0.5  # real structure is detected (iid gives ≈ 0)
 
 
-def test_permuted_gram_equals_the_gram_of_the_shuffled_stack():
+def test_shuffled_is_a_seeded_permutation_of_the_layers():
     s = w.synthetic("ar1", 7, 500, seed=7)
     order = np.random.default_rng(1).permutation(7)
-    np.testing.assert_allclose(w.Gram.of(s).permuted(order).G, w.Gram.of(s[order]).G, rtol=1e-6)
     np.testing.assert_array_equal(w.shuffled(s, seed=1), s[order])
+
+
+def test_controls_of_a_model_tensor():
+    lm = models.load_tiny("tiny-llama", layers=5)
+    name = w.LLAMA_TYPES["gate"]
+    c = w.controls(lm, name, init_std=0.04, seed=1)
+    assert list(c) == ["real", "shuffled order", "i.i.d. Gaussian, matched std",
+                       "untrained (random init)"]
+    np.testing.assert_array_equal(c["real"], w.stack(lm, name))
+    np.testing.assert_array_equal(c["shuffled order"], w.shuffled(c["real"], seed=1))
+    assert all(v.shape == c["real"].shape for v in c.values())
+    assert (w.controls(lm, w.LLAMA_TYPES["attn_norm"], 0.04)["untrained (random init)"] == 1).all()
 
 
 def test_descriptors_and_their_predictability():

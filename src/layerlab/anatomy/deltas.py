@@ -24,17 +24,6 @@ POSITIVE = {"AR(1) ρ = 0.5": ("ar1", 0.5), "AR(1) ρ = 0.9": ("ar1", 0.9),
             "random walk": ("walk", 0.0), "smooth drift": ("smooth", 0.0)}
 
 
-def _controls(real: np.ndarray, shape: tuple[int, ...], is_norm: bool, init_std: float,
-              seed: int) -> dict[str, np.ndarray]:
-    return {
-        "real": real,
-        "shuffled order": w.shuffled(real, seed),
-        "i.i.d. Gaussian, matched std": w.matched_gaussian(real, seed),
-        "untrained (random init)": w.random_init_stack(shape, real.shape[0], is_norm=is_norm,
-                                                       std=init_std, seed=seed),
-    }
-
-
 def _nanmean(x: np.ndarray) -> float:
     """Mean over the defined values (a constant stack, e.g. untrained norms, has none: NaN)."""
     x = np.asarray(x, dtype=np.float64)
@@ -47,10 +36,8 @@ def measure(lab: Lab) -> dict[str, Any]:
     types = w.tensor_types(lm)
     rows, preds = [], []
     for label, name in types.items():
-        shape = tuple(dict(lm.blocks[0].named_parameters())[name].shape)
-        real = w.stack(lm, name)
-        is_norm = len(shape) == 1
-        for kind, s in _controls(real, shape, is_norm, lab.cfg["init_std"], seed=0).items():
+        is_norm = dict(lm.blocks[0].named_parameters())[name].ndim == 1
+        for kind, s in w.controls(lm, name, lab.cfg["init_std"]).items():
             dc = w.delta_correlation(s)
             rows += [{"type": label, "stack": kind, "pair": l, "delta_corr": float(v)}
                      for l, v in enumerate(dc)]

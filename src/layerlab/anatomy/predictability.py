@@ -27,18 +27,6 @@ DESCRIPTOR_KINDS = ("sorted values", "singular values", "column norms", "row nor
 PAPER_K1_PPL, PAPER_BASE_PPL, PAPER_K9_PPL = 26.22, 22.60, 1e5
 
 
-def _grams(lab: Lab, label: str, name: str) -> dict[str, w.Gram]:
-    lm = lab.lm
-    real = w.stack(lm, name)
-    shape = tuple(dict(lm.blocks[0].named_parameters())[name].shape)
-    order = np.random.default_rng(0).permutation(real.shape[0])
-    g = w.Gram.of(real)
-    return {"real": g, "shuffled order": g.permuted(order),
-            "i.i.d. Gaussian, matched std": w.Gram.of(w.matched_gaussian(real, 0)),
-            "untrained (random init)": w.Gram.of(w.random_init_stack(
-                shape, real.shape[0], is_norm=len(shape) == 1, std=lab.cfg["init_std"], seed=0))}
-
-
 def _mean_r2(rows: list[dict[str, Any]]) -> tuple[float, float]:
     return (float(np.mean([r["r2"] for r in rows])), float(np.mean([r["cosine"] for r in rows])))
 
@@ -47,7 +35,8 @@ def measure_ridge(lab: Lab) -> list[dict[str, Any]]:
     """R² and cosine per type × stack × protocol × α, and the two baselines."""
     rows = []
     for label, name in w.tensor_types(lab.lm).items():
-        for stack_kind, gram in _grams(lab, label, name).items():
+        for stack_kind, s in w.controls(lab.lm, name, lab.cfg["init_std"]).items():
+            gram = w.Gram.of(s)
             alphas = ALPHA_GRID if stack_kind == "real" else SPEC_ALPHAS
             for protocol in ("in_sample", "forward", "loo"):
                 for alpha in alphas:

@@ -134,10 +134,6 @@ class Gram:
         G[:L, :L], G[:L, L], G[L, :L], G[L, L] = g, sums, sums, n
         return cls(G, n)
 
-    def permuted(self, order: np.ndarray) -> "Gram":
-        idx = np.r_[np.asarray(order), self.layers]
-        return Gram(self.G[np.ix_(idx, idx)], self.n)
-
     def e(self, i: int) -> np.ndarray:
         v = np.zeros(self.layers + 1)
         v[i] = 1.0
@@ -307,6 +303,21 @@ def matched_gaussian(stack: np.ndarray, seed: int = 0) -> np.ndarray:
     s = np.asarray(stack, dtype=np.float64)
     return (rng.standard_normal(s.shape) * s.std(axis=1, keepdims=True)
             + s.mean(axis=1, keepdims=True)).astype(np.float32)
+
+
+def controls(lm: LoadedModel, name: str, init_std: float, seed: int = 0) -> dict[str, np.ndarray]:
+    """The real stack of tensor `name` beside three stacks with no cross-layer structure: the same
+    layers in shuffled order, i.i.d. Gaussian layers with each real layer's mean and std, and what
+    an untrained model of the same config holds."""
+    real = stack(lm, name)
+    shape = tuple(dict(lm.blocks[0].named_parameters())[name].shape)
+    return {
+        "real": real,
+        "shuffled order": shuffled(real, seed),
+        "i.i.d. Gaussian, matched std": matched_gaussian(real, seed),
+        "untrained (random init)": random_init_stack(shape, real.shape[0], is_norm=len(shape) == 1,
+                                                     std=init_std, seed=seed),
+    }
 
 
 def replace_edit(lm: LoadedModel, values: dict[int, dict[str, np.ndarray]]) -> edits.Edit:
