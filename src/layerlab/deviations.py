@@ -91,13 +91,9 @@ its bootstrap spread beside two well-posed summaries. **Values:** {ranges}.""")
 
     pred = predictability.run(lab)
     ridge, alpha = pred["ridge"], pred["alpha"]
-    gate = ridge[(ridge["stack"] == "real") & (ridge["type"] == "gate")]
 
-    def r2(protocol: str, a: float | None) -> float:
-        df = gate[gate["protocol"] == protocol]
-        if a is not None:
-            df = df[df["alpha"] == a]
-        return float(df["r2"].iloc[0]) if len(df) else float("nan")
+    def r2(protocol: str) -> float:
+        return predictability.real_r2(ridge, protocol, alpha)
 
     out.append(f"""## P2 — the ridge protocol behind "R² = 0.91"
 
@@ -105,9 +101,9 @@ Features, split, α and aggregation are unknown. **Choice:** layer-as-sample ker
 three ways, at the α whose in-sample gate_proj R² lands nearest 0.91 (α = {alpha:.3g}).
 **Alternatives run:** per-element autoregression and summary-statistic descriptors; the mean,
 persistence, shuffled, i.i.d. and untrained nulls. **Movement:** gate_proj R² in-sample
-{r2('in_sample', alpha):.3f}, forward split {r2('forward', alpha):.3f}, leave-one-out
-{r2('loo', min(predictability.SPEC_ALPHAS, key=lambda x: abs(x - alpha))):.3f},
-autoregression {r2('autoregression', None):.3f}.""")
+{r2('in_sample'):.3f}, forward split {r2('forward'):.3f}, leave-one-out
+{r2('loo'):.3f},
+autoregression {r2('autoregression'):.3f}.""")
 
     d = deltas.run(lab)["summary"]
     mats = [x for x in d.index if x in ("q", "k", "v", "o", "gate", "up", "down")]
