@@ -147,7 +147,8 @@ def run_paradox(lab: Lab, alpha: float) -> pd.DataFrame:
                      "layers": f"L{item['layers'][0]}–{item['layers'][-1]}", "ppl": sc.ppl,
                      "log10_ppl": float(np.log10(sc.ppl)), "base_ppl": base.ppl,
                      "deg": 100 * (sc.ppl / base.ppl - 1)})
-    return pd.DataFrame(rows)
+    # the table reads set by set (stable: substitutes and k keep their order within a set)
+    return pd.DataFrame(rows).sort_values("set", kind="stable").reset_index(drop=True)
 
 
 def run(lab: Lab) -> dict[str, Any]:
