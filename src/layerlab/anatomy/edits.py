@@ -70,11 +70,6 @@ class Edit:
         layers = ",".join(map(str, self.layers))
         return f"{self.kind}{group}({opts}) @ L{layers}" if opts else f"{self.kind}{group} @ L{layers}"
 
-    def config(self) -> dict[str, Any]:
-        """A JSON-able description (for cache keys)."""
-        return {"kind": self.kind, "layers": list(self.layers), "group": self.group,
-                "options": {k: v for k, v in self.options if k != "values"}}
-
 
 def edit(kind: str, layers: int | tuple[int, ...] | list[int], *, group: str | None = None,
          **options: Any) -> Edit:
@@ -199,8 +194,8 @@ def applied(lm: LoadedModel, e: Edit | None) -> Iterator[LoadedModel]:
     new: dict[tuple[int, str], torch.Tensor] = {}
     handles = []
 
-    def original(layer: int, name: str) -> torch.Tensor:
-        return saved.get((layer, name), params[layer][name]).detach()
+    def original(layer: int, name: str) -> torch.Tensor:  # nothing is written before all are read
+        return params[layer][name].detach()
 
     with torch.no_grad():
         if e.kind == "skip":
@@ -216,15 +211,14 @@ def applied(lm: LoadedModel, e: Edit | None) -> Iterator[LoadedModel]:
                     value = _new_value(e, lm, l, n, original)
                     if value is not None:
                         new[(l, n)] = value
-        if e.kind != "skip":
-            for (l, n), value in new.items():
-                if n not in params[l]:
-                    raise EditError(f"layer {l} has no parameter {n!r}")
-                p = params[l][n]
-                if value.shape != p.shape:
-                    raise EditError(f"layer {l} {n}: new value {tuple(value.shape)} does not "
-                                    f"match {tuple(p.shape)}")
-                saved[(l, n)] = p.detach().clone()
+        for (l, n), value in new.items():  # empty for skip
+            if n not in params[l]:
+                raise EditError(f"layer {l} has no parameter {n!r}")
+            p = params[l][n]
+            if value.shape != p.shape:
+                raise EditError(f"layer {l} {n}: new value {tuple(value.shape)} does not "
+                                f"match {tuple(p.shape)}")
+            saved[(l, n)] = p.detach().clone()
     _ACTIVE[lm.model] = e
     try:
         with torch.no_grad():
