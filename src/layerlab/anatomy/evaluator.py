@@ -114,6 +114,11 @@ class Evaluator:
         self._states: list[list[_BlockCall]] | None = None
         self._base: Scores | None = None
 
+    def _logits(self, batch: _Batch) -> torch.Tensor:
+        """A full forward pass of one padded batch."""
+        return self.lm.model(input_ids=batch.ids.to(self.lm.device),
+                             attention_mask=batch.mask.to(self.lm.device), use_cache=False).logits
+
     # -- the unedited model, and its block inputs -------------------------------------------
     @torch.no_grad()
     def _capture(self) -> Scores:
@@ -132,9 +137,7 @@ class Evaluator:
             handles = [b.register_forward_pre_hook(keep, with_kwargs=True)
                        for b in self.lm.blocks] if self.resume else []
             try:
-                logits = self.lm.model(input_ids=batch.ids.to(self.lm.device),
-                                       attention_mask=batch.mask.to(self.lm.device),
-                                       use_cache=False).logits
+                logits = self._logits(batch)
             finally:
                 for h in handles:
                     h.remove()
@@ -162,9 +165,7 @@ class Evaluator:
         blocks = self.lm.blocks
         for b, batch in enumerate(tqdm(self.batches, disable=not self.progress, leave=False)):
             if self._states is None:
-                logits = self.lm.model(input_ids=batch.ids.to(self.lm.device),
-                                       attention_mask=batch.mask.to(self.lm.device),
-                                       use_cache=False).logits
+                logits = self._logits(batch)
             else:
                 hidden = self._states[b][start].hidden
                 for j in range(start, len(blocks)):
