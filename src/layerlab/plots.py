@@ -314,13 +314,16 @@ def signature_chart(rows: pd.DataFrame) -> alt.Chart:
 SIGN_COLORS = alt.Scale(domain=["worse (deg > 0)", "better (deg < 0)"], range=["#4c78a8", "#e45756"])
 
 
+def _signed(df: pd.DataFrame, floor: float) -> pd.DataFrame:
+    """|degradation| (floored, for a log axis) and its sign as a legend label."""
+    return df.assign(abs_deg=df["deg"].abs().clip(lower=floor),
+                     sign=np.where(df["deg"] < 0, "better (deg < 0)", "worse (deg > 0)"))
+
+
 def importance_bars(table: pd.DataFrame) -> alt.Chart:
     """Degradation per layer on a log scale of |deg|, coloured by sign; radio buttons pick the
     evaluation set and a dropdown the ablation method. Hover a bar for PPL, CI and class."""
-    df = table.assign(
-        abs_deg=table["deg"].abs().clip(lower=1e-3),
-        sign=np.where(table["deg"] < 0, "better (deg < 0)", "worse (deg > 0)"),
-    )
+    df = _signed(table, floor=1e-3)
     sets = sorted(df["set"].unique())
     methods = list(dict.fromkeys(df["method"]))
     pick_set = alt.param(name="evalset", value=sets[-1],
@@ -381,8 +384,7 @@ def anchor_scatter(points: pd.DataFrame, metric: str, title: str) -> alt.Chart:
 # --- chapter 06: manipulation strategies -------------------------------------------------------
 def strategy_bars(joint: pd.DataFrame) -> alt.Chart:
     """Degradation of each strategy on the target set (log |deg|), one panel row per set."""
-    df = joint.assign(abs_deg=joint["deg"].abs().clip(lower=1e-2),
-                      sign=np.where(joint["deg"] < 0, "better (deg < 0)", "worse (deg > 0)"))
+    df = _signed(joint, floor=1e-2)
     return (
         alt.Chart(df, title="Strategies applied to the target set jointly (log |deg %|)")
         .mark_bar()
