@@ -115,3 +115,12 @@ def test_cache_only_mode_refuses_to_compute(tmp_path, monkeypatch):
         cache.cached("exp", {"a": 2}, lambda: 6)
     with pytest.raises(LookupError, match="exp/x"):
         cache.for_each("exp", {"a": 1}, {"x": 1}, lambda n, i: 1, progress=False)
+
+
+def test_cache_only_mode_also_guards_the_geometry_runner(tmp_path, monkeypatch):
+    from layerlab import geometry, profiles, results
+
+    monkeypatch.setenv("LAYERLAB_CACHE_ONLY", "1")
+    with pytest.raises(LookupError, match="hidden_geometry/tiny-llama"):
+        geometry.run(profiles.get("smoke"), results.Cache("smoke", root=tmp_path),
+                     progress=False, only=["tiny-llama"])

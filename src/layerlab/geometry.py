@@ -101,6 +101,7 @@ def run(profile: Profile, cache: results.Cache | None = None, *, progress: bool 
     for name in tqdm(names, desc="models", disable=not progress):
         stats = cache.get(EXPERIMENT, key, name)
         if stats is None or cache.get_arrays(EXPERIMENT, key, name) is None:
+            cache.may_compute(f"{EXPERIMENT}/{name}")
             stats, arrays = measure(name, profile)
             cache.put_arrays(EXPERIMENT, key, arrays, item=name)
             stats = cache.put(EXPERIMENT, key, stats, item=name)

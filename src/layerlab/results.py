@@ -87,13 +87,6 @@ def slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "__", name).strip("_") or "item"
 
 
-def _may_compute(cache: "Cache", what: str) -> None:
-    """With `$LAYERLAB_CACHE_ONLY=1`, a missing result is an error instead of a computation
-    (rendering pages from committed results must never start a long run)."""
-    if os.environ.get("LAYERLAB_CACHE_ONLY") == "1":
-        raise LookupError(f"{what} is not in {cache.folder} and LAYERLAB_CACHE_ONLY=1")
-
-
 @dataclass
 class Cache:
     """Results of one profile. `root` defaults to `results/` (or `$LAYERLAB_RESULTS`)."""
@@ -130,6 +123,12 @@ class Cache:
         atomic_write_text(self.path(experiment, config, item), text)
         return json.loads(text)["value"]
 
+    def may_compute(self, what: str) -> None:
+        """With `$LAYERLAB_CACHE_ONLY=1`, a missing result is an error instead of a computation
+        (rendering pages from committed results must never start a long run)."""
+        if os.environ.get("LAYERLAB_CACHE_ONLY") == "1":
+            raise LookupError(f"{what} is not in {self.folder} and LAYERLAB_CACHE_ONLY=1")
+
     def cached(self, experiment: str, config: Mapping[str, Any], compute: Callable[[], Any],
                *, force: bool = False) -> Any:
         """The stored value for (experiment, config), computing and storing it if absent."""
@@ -137,7 +136,7 @@ class Cache:
             hit = self.get(experiment, config)
             if hit is not None:
                 return hit
-        _may_compute(self, experiment)
+        self.may_compute(experiment)
         return self.put(experiment, config, compute())
 
     def for_each(self, experiment: str, config: Mapping[str, Any], items: Mapping[str, Any],
@@ -158,7 +157,7 @@ class Cache:
         bar = tqdm(todo, desc=experiment, disable=not (progress and todo), total=len(todo))
         for name in bar:
             bar.set_postfix_str(name)
-            _may_compute(self, f"{experiment}/{name}")
+            self.may_compute(f"{experiment}/{name}")
             out[name] = self.put(experiment, keys[name], compute(name, items[name]), item=name)
         return {name: out[name] for name in items}  # in the order of `items`
 
