@@ -53,7 +53,7 @@ import numpy as np
 from layerlab import claims, plots, profiles, provenance, scaling
 
 profile = profiles.setup(seed=0)
-cfg = profile.extra["depth_scaling"]
+cfg = profile.depth_scaling
 print(f"profile: {profile.name}; settings: {cfg}")
 
 # %% [markdown]
@@ -83,7 +83,7 @@ kept.describe().loc[["min", "50%", "max"]]
 # float32, as PyTorch did for the authors, and compare every number with their notebook's output.
 
 # %%
-paper_fit = scaling.fit(data, "paper", steps=cfg["adam_steps"])
+paper_fit = scaling.fit(data, "paper", steps=cfg.adam_steps)
 scaling.compare_with_paper(paper_fit)
 
 # %% [markdown]
@@ -104,7 +104,7 @@ scaling.compare_with_paper(paper_fit)
 
 # %%
 converged = scaling.fit(data, "converged")
-paper64 = scaling.fit(data, "paper", steps=cfg["adam_steps"], dtype=np.float64)
+paper64 = scaling.fit(data, "paper", steps=cfg.adam_steps, dtype=np.float64)
 check = scaling.fit_scipy(data, converged)  # an independent solver on the same objective
 print(f"{converged.extra['starts_converged']} of {converged.extra['n_starts']} starts converged; "
       f"{converged.extra['starts_at_best']} reached the best objective")
@@ -118,7 +118,7 @@ scaling.recipes_table({"paper recipe (float32)": paper_fit, "paper recipe (float
 # changes. Adam is walking along a flat valley, and 50,000 steps is an arbitrary place to stop.
 
 # %%
-path = scaling.adam_path(data, checkpoints=cfg["adam_path"])
+path = scaling.adam_path(data, checkpoints=cfg.adam_path)
 plots.adam_path_chart(path, converged.alpha_l)
 
 # %% [markdown]
@@ -131,7 +131,7 @@ plots.adam_path_chart(path, converged.alpha_l)
 # n ln(RSS/RSS_min) is χ²₁ near the optimum; the dashed line (3.84) bounds a 95 % interval.
 
 # %%
-lo_g, hi_g, n_g = cfg["profile_grid"]
+lo_g, hi_g, n_g = cfg.profile_grid
 prof = scaling.profile_alpha_l(data, np.linspace(lo_g, hi_g, n_g), start=converged)
 prof_lo, prof_hi = scaling.profile_interval(prof)
 print(f"95 % profile interval for α_ℓ: [{prof_lo:.2f}, {prof_hi:.2f}] (grid step "
@@ -143,7 +143,7 @@ plots.profile_chart(prof)
 # convergence (warm-started at the converged fit; one vectorised solve for all resamples).
 
 # %%
-boot = scaling.bootstrap(data, converged, n_resamples=cfg["bootstrap"], seed=0)
+boot = scaling.bootstrap(data, converged, n_resamples=cfg.bootstrap, seed=0)
 ok = boot[boot["converged"]]
 boot_lo, boot_hi = scaling.percentile_interval(ok["alpha_l"].to_numpy())
 print(f"{len(ok)} of {len(boot)} resamples converged; α_ℓ mean {ok['alpha_l'].mean():.3f}, "
@@ -157,7 +157,7 @@ plots.bootstrap_histogram(ok["alpha_l"], boot_lo, boot_hi, {
 # We scan with both recipes (all cuts in one batched solve each).
 
 # %%
-scan = scaling.cut_scan(data, cuts=cfg["cuts"], steps=cfg["adam_steps"])
+scan = scaling.cut_scan(data, cuts=cfg.cuts, steps=cfg.adam_steps)
 plots.cut_scan_chart(scan)
 
 # %%
@@ -180,7 +180,7 @@ ident["corr"].round(3)
 # other 20 %, with and without the depth term, over several splits.
 
 # %%
-held = scaling.held_out(data, n_splits=cfg["held_out_splits"], seed=0)
+held = scaling.held_out(data, n_splits=cfg.held_out_splits, seed=0)
 scaling.held_out_summary(held)
 
 # %% [markdown]
@@ -224,9 +224,9 @@ plots.aspect_chart(optimal, scaling.chinchilla_shapes(data))
 
 # %%
 setting = (f"Chinchilla runs (Epoch AI extraction), {len(kept)} points; "
-           f"profile {profile.name}; bootstrap {cfg['bootstrap']} resamples")
+           f"profile {profile.name}; bootstrap {cfg.bootstrap} resamples")
 chapter_claims = scaling.assess(paper_fit, converged, boot, scan,
-                                scaling.fit(data, "paper", depth_offset=2, steps=cfg["adam_steps"]),
+                                scaling.fit(data, "paper", depth_offset=2, steps=cfg.adam_steps),
                                 setting)
 claims.record(chapter_claims, profile.name)
 
@@ -257,5 +257,5 @@ claims.record(chapter_claims, profile.name)
 # %%
 provenance.table(provenance.collect(
     profile.name, data="data/get_fitting_data_chinchilla.csv (sha256 cb474e8f…)",
-    adam_steps=cfg["adam_steps"], bootstrap_resamples=cfg["bootstrap"], seed=0,
+    adam_steps=cfg.adam_steps, bootstrap_resamples=cfg.bootstrap, seed=0,
 ))

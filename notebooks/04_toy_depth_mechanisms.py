@@ -59,9 +59,11 @@ import pandas as pd
 from layerlab import claims, plots, profiles, provenance, toy
 
 profile = profiles.setup(seed=0)
-spec = profile.extra["toy"]
-print(f"profile {profile.name}: teacher depth {spec['teacher_depth']}, students "
-      f"{spec['student_depths']}, batch {spec['batch_size']}, {len(spec['sweeps'])} sweeps")
+spec = profile.toy
+first_step, last_step = spec.step_range()
+steps = f"{first_step}" if first_step == last_step else f"{first_step}–{last_step}"
+print(f"profile {profile.name}: teacher depth {spec.teacher_depth}, students "
+      f"{spec.student_depths}, batch {spec.batch_size}, {len(spec.sweeps)} sweeps")
 
 # %% [markdown]
 # ## Warm-up: two ways to use ℓ layers
@@ -130,8 +132,8 @@ sig.pivot_table(index="network", columns="teacher", values="middle_theta_dh").ro
 # ## Verdict
 
 # %%
-setting = (f"profile {profile.name}: teacher depth {spec['teacher_depth']}, students "
-           f"{spec['student_depths']}, batch {spec['batch_size']}, {spec['steps']} steps")
+setting = (f"profile {profile.name}: teacher depth {spec.teacher_depth}, students "
+           f"{spec.student_depths}, batch {spec.batch_size}, {steps} steps")
 claims.record(toy.assess(alphas, setting), profile.name)
 
 # %% [markdown]
@@ -157,7 +159,7 @@ claims.record(toy.assess(alphas, setting), profile.name)
 
 # %%
 provenance.table(provenance.collect(
-    profile.name, teacher_depth=spec["teacher_depth"], student_depths=spec["student_depths"],
-    batch_size=spec["batch_size"], steps=spec["steps"], signature_steps=spec["signature_steps"],
-    sweeps=list(spec["sweeps"]), seed=0,
+    profile.name, teacher_depth=spec.teacher_depth, student_depths=spec.student_depths,
+    batch_size=spec.batch_size, steps=steps, signature_steps=spec.signature_steps,
+    sweeps=list(spec.sweeps), seed=0,
 ))

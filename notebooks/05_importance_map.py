@@ -157,7 +157,7 @@ points = importance.anchor_points(table, result["similarity"], "E1", L)
 
 # %%
 setting = (f"profile {profile.name}: {lab.model_name}, float32; E0 = our 10 sentences, "
-           f"E1 = {int(result['sets'].loc[1, 'predicted_tokens'])} tokens of {lab.cfg['e1_source']}")
+           f"E1 = {int(result['sets'].loc[1, 'predicted_tokens'])} tokens of {lab.cfg.e1_source}")
 claims.record(importance.assess(result, setting, L), profile.name)
 
 # %% [markdown]
@@ -185,5 +185,5 @@ claims.record(importance.assess(result, setting, L), profile.name)
 # %%
 provenance.table(provenance.collect(
     profile.name, model=lab.model_name, eval_sets=importance.describe_sets(result["sets"]),
-    bootstrap=lab.cfg["bootstrap"], seed=0,
+    bootstrap=lab.cfg.bootstrap, seed=0,
 ))

@@ -118,7 +118,7 @@ gens.pivot(index="condition", columns="prompt", values="text")
 
 # %%
 setting = (f"profile {profile.name}: {lab.model_name}, float32; E0 = our 10 sentences, "
-           f"E1 = {int(imap['sets'].loc[1, 'predicted_tokens'])} tokens of {lab.cfg['e1_source']}")
+           f"E1 = {int(imap['sets'].loc[1, 'predicted_tokens'])} tokens of {lab.cfg.e1_source}")
 claims.record(strategies.assess(result, gens, setting), profile.name)
 
 # %% [markdown]
@@ -138,6 +138,6 @@ claims.record(strategies.assess(result, gens, setting), profile.name)
 
 # %%
 provenance.table(provenance.collect(
-    profile.name, model=lab.model_name, target_set=S, alphas=list(lab.cfg["alphas"]),
-    prompts=list(strategies.PROMPTS), bootstrap=lab.cfg["bootstrap"], seed=0,
+    profile.name, model=lab.model_name, target_set=S, alphas=list(lab.cfg.alphas),
+    prompts=list(strategies.PROMPTS), bootstrap=lab.cfg.bootstrap, seed=0,
 ))

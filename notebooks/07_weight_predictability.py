@@ -158,5 +158,5 @@ claims.record(predictability.assess(result, setting), profile.name)
 # %%
 provenance.table(provenance.collect(
     profile.name, model=lab.model_name, operating_alpha=alpha, split=">= L20 test",
-    init_std=lab.cfg["init_std"], seed=0,
+    init_std=lab.cfg.init_std, seed=0,
 ))

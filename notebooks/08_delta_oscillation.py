@@ -116,4 +116,4 @@ claims.record(deltas.assess(result, setting), profile.name)
 
 # %%
 provenance.table(provenance.collect(profile.name, model=lab.model_name,
-                                    init_std=lab.cfg["init_std"], seed=0))
+                                    init_std=lab.cfg.init_std, seed=0))

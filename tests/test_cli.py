@@ -33,3 +33,16 @@ def test_models_command_lists_the_zoo(capsys):
     assert cli.main(["models"]) == 0
     listed = capsys.readouterr().out
     assert "smollm2-135m-instruct-q4" in listed and "tiny-llama" in listed
+
+
+def test_execute_refuses_dirty_tree_for_committed_results(monkeypatch):
+    from layerlab import provenance
+
+    monkeypatch.delenv("LAYERLAB_RESULTS", raising=False)
+    monkeypatch.setattr(provenance, "git_commit", lambda: "abc123+dirty")
+    with pytest.raises(SystemExit, match="uncommitted source changes"):
+        cli.refuse_dirty_results("cpu")
+    cli.refuse_dirty_results("cpu", force=True)  # forced: allowed
+    cli.refuse_dirty_results("smoke")  # not committed: allowed
+    monkeypatch.setattr(provenance, "git_commit", lambda: "abc123")
+    cli.refuse_dirty_results("cpu")  # clean: allowed

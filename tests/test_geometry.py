@@ -49,9 +49,8 @@ def test_hub_path_on_a_local_save_pretrained_folder(smoke, tmp_path, tiny_models
     lm = tiny_models["tiny-gptneox"]
     lm.model.save_pretrained(folder)
     lm.tokenizer.save_pretrained(folder)
-    geo = {**profile.extra["geometry"], "models": (str(folder),), "device_map": "auto",
-           "dtype": "float32"}
-    gpu_like = dataclasses.replace(profile, extra={**profile.extra, "geometry": geo})
+    geo = profile.geometry.replace(models=(str(folder),), device_map="auto", dtype="float32")
+    gpu_like = dataclasses.replace(profile, geometry=geo)
     stats = geometry.run(gpu_like, cache, progress=False, only=[str(folder)])
     s = stats[str(folder)]
     assert s["n_layers"] == 4 and s["summary"]["arch"] == "gpt_neox"

@@ -38,7 +38,8 @@ def test_config_hash_ignores_key_order():
 def test_record_carries_provenance(cache):
     cache.put("exp", {"a": 1}, 42)
     record = json.loads(cache.path("exp", {"a": 1}).read_text())
-    assert record["value"] == 42 and record["config"] == {"a": 1}
+    assert record["value"] == 42
+    assert record["config"] == {"a": 1, "_schema": 1, "_inputs": {}}
     prov = record["provenance"]
     for field in ("profile", "device", "torch", "transformers", "git_commit", "date_utc"):
         assert prov[field]
@@ -124,3 +125,84 @@ def test_cache_only_mode_also_guards_the_geometry_runner(tmp_path, monkeypatch):
     with pytest.raises(LookupError, match="hidden_geometry/tiny-llama"):
         geometry.run(profiles.get("smoke"), results.Cache("smoke", root=tmp_path),
                      progress=False, only=["tiny-llama"])
+
+
+# --- freshness and robustness -----------------------------------------------------------------
+def test_key_holds_schema_version_and_input_hashes(cache, tmp_path, monkeypatch):
+    import shutil
+
+    from layerlab import paths
+
+    data = tmp_path / "data"
+    shutil.copytree(paths.data_dir() / "eval", data / "eval")
+    (data / "corpora").mkdir()
+    (data / "corpora" / "x.txt.xz").write_bytes(b"corpus")
+    monkeypatch.setenv("LAYERLAB_DATA", str(data))
+    cache.put("anatomy_base", {"set": "E0"}, 1.5)
+    assert cache.get("anatomy_base", {"set": "E0"}) == 1.5
+    before = cache.path("anatomy_base", {"set": "E0"})
+    # one sentence of E0 edited: the old number is no longer found
+    e0 = data / "eval" / "e0_sentences.txt"
+    e0.write_text(e0.read_text() + "One more sentence.\n")
+    assert cache.path("anatomy_base", {"set": "E0"}) != before
+    assert cache.get("anatomy_base", {"set": "E0"}) is None
+    # a schema bump (the experiment's code changed what it computes) does the same
+    cache.put("toy_sweeps", {"a": 1}, 2)
+    monkeypatch.setitem(results.SCHEMAS, "toy_sweeps", (2, ()))
+    assert cache.get("toy_sweeps", {"a": 1}) is None
+
+
+def test_every_committed_experiment_has_a_schema():
+    from layerlab import paths
+
+    names = {p.name for p in (paths.REPO_ROOT / "results").glob("*/*") if p.is_dir()}
+    assert names and names <= set(results.SCHEMAS), names - set(results.SCHEMAS)
+
+
+def test_a_stored_none_is_a_result(cache):
+    calls = []
+    compute = lambda: calls.append(1)  # noqa: E731 - returns None
+    assert cache.cached("exp", {"a": 1}, compute) is None
+    assert cache.cached("exp", {"a": 1}, compute) is None
+    assert calls == [1]
+    out = cache.for_each("exp", {"b": 1}, {"x": 1}, lambda n, i: calls.append(n), progress=False)
+    again = cache.for_each("exp", {"b": 1}, {"x": 1}, lambda n, i: calls.append(n), progress=False)
+    assert out == again == {"x": None} and calls == [1, "x"]
+
+
+@pytest.mark.parametrize("damage", [lambda t: t[: len(t) // 2], lambda t: "{}", lambda t: "\x00"])
+def test_a_corrupt_record_names_its_file(cache, damage):
+    cache.put("exp", {"a": 1}, {"v": list(range(50))})
+    path = cache.path("exp", {"a": 1})
+    path.write_text(damage(path.read_text()))
+    with pytest.raises(results.CacheError, match=str(path.name)) as err:
+        cache.get("exp", {"a": 1})
+    assert "Delete it" in str(err.value) and "git checkout" in str(err.value)
+
+
+def _writer(args):
+    root, value = args
+    c = results.Cache("smoke", root=root)
+    for _ in range(20):
+        c.put("exp", {"a": 1}, {"who": value, "pad": "x" * 20000})
+    return value
+
+
+def test_two_processes_writing_one_record_leave_a_valid_one(tmp_path):
+    import multiprocessing as mp
+
+    with mp.get_context("spawn").Pool(2) as pool:
+        pool.map(_writer, [(tmp_path, "first"), (tmp_path, "second")])
+    c = results.Cache("smoke", root=tmp_path)
+    assert c.get("exp", {"a": 1})["who"] in ("first", "second")
+    assert [p.name for p in c.path("exp", {"a": 1}).parent.iterdir()] == [
+        c.path("exp", {"a": 1}).name]  # no temporary files left
+
+
+def test_dry_run_never_writes_into_the_committed_results(monkeypatch):
+    from layerlab import paths
+
+    monkeypatch.setenv("LAYERLAB_DRY", "1")
+    with pytest.raises(results.CacheError, match="LAYERLAB_RESULTS"):
+        results.Cache("gpu", root=paths.REPO_ROOT / "results").put("exp", {"a": 1}, 1)
+    assert not (paths.REPO_ROOT / "results" / "gpu" / "exp").exists()

@@ -70,13 +70,16 @@ def record(found: list[Claim], profile: str, cache: results.Cache | None = None)
 
 def collect(profile: str, cache: results.Cache | None = None):
     """Every registered claim of a profile, as a DataFrame sorted by paper and id."""
-    import json
-
     import pandas as pd
 
     cache = cache or results.Cache(profile)
     folder = cache.folder / "claims"
-    rows = [json.loads(p.read_text())["value"] for p in sorted(folder.glob("*.json"))]
+    rows = []
+    for path in sorted(folder.glob("*.json")):
+        claim = cache.read_record(path)["value"]
+        # only the record the current key points at (a schema bump leaves the old one behind)
+        if path == cache.path("claims", {"id": claim["id"]}, item=claim["id"]):
+            rows.append(claim)
     columns = [f.name for f in Claim.__dataclass_fields__.values()]
     return pd.DataFrame(rows, columns=columns).sort_values(["paper", "id"]).reset_index(drop=True)
 

@@ -51,6 +51,24 @@ def _notebooks(names: list[str]) -> list[Path]:
     return chosen
 
 
+COMMITTED_PROFILES = ("cpu", "gpu")
+
+
+def refuse_dirty_results(profile: str, *, force: bool = False) -> None:
+    """Committed results must come from a clean tree: a record computed from uncommitted code
+    cannot be reproduced by anyone. Stops unless forced or writing elsewhere."""
+    from . import provenance
+
+    if force or profile not in COMMITTED_PROFILES or os.environ.get("LAYERLAB_RESULTS"):
+        return
+    commit = provenance.git_commit()
+    if commit.endswith("+dirty"):
+        raise SystemExit(
+            f"refusing to write results/{profile} from a tree with uncommitted source changes "
+            f"({commit}): commit first (git status lists them), or pass --force, or set "
+            "LAYERLAB_RESULTS to a scratch folder.")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="layerlab")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -58,12 +76,16 @@ def main(argv: list[str] | None = None) -> int:
     ex.add_argument("notebooks", nargs="*", help="prefixes such as 00 (default: all)")
     ex.add_argument("--profile", default=os.environ.get("LAYERLAB_PROFILE", "cpu"))
     ex.add_argument("--timeout", type=int, default=None, help="seconds per cell")
+    ex.add_argument("--force", action="store_true",
+                    help="write into a committed profile's results from a tree with "
+                         "uncommitted source changes (the records will say +dirty)")
     sub.add_parser("models", help="list the model zoo's names")
     fetch = sub.add_parser("fetch", help="convert the offline GGUF models into the cache")
     fetch.add_argument("names", nargs="*", default=["smollm2-135m-instruct-q4"])
     args = parser.parse_args(argv)
 
     if args.command == "execute":
+        refuse_dirty_results(args.profile, force=args.force)
         if args.profile != "gpu":  # offline profiles must never reach for the hub
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("HF_DATASETS_OFFLINE", "1")

@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from . import paper
+
 FEATURES = ("progress", "rotation")
 RULES = ("kmeans", "valley")
 
@@ -162,7 +164,7 @@ def scatter_sample(df: pd.DataFrame, n: int = 3000, seed: int = 0) -> pd.DataFra
     return out
 
 
-PAPER_BULK = 0.996
+PAPER_BULK = paper.P1_BULK_FRACTION.value
 TOLERANCE = 0.005
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import claims, paths, profiles
+from . import claims, paper, paths, profiles
 
 HEADER = """# Deviations: every choice among ambiguous readings
 
@@ -49,7 +49,8 @@ def _p2_sections(profile: profiles.Profile) -> list[str]:
         r = t[(t["set"] == set_name) & (t["method"] == method) & (t["layer"] == layer)]
         return float(r[col].iloc[0]) if len(r) else float("nan")
 
-    peak = 11 if lab.n_layers > 11 else lab.n_layers // 2
+    # the paper's peak layer; the headline discussed is P2's own layer, not ours
+    peak = paper.P2_PEAK_LAYER.value if lab.n_layers > paper.P2_PEAK_LAYER.value else lab.n_layers // 2
     out.append(f"""## P2 — the evaluation sentences (E0 vs E1)
 
 The paper's ten sentences are unknown. **Choice:** our own ten sentences (E0, published in

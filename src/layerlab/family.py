@@ -22,36 +22,16 @@ import torch
 import torch.nn.functional as F
 
 from . import corpus, models, paths, results, training
+from .settings import FamilySettings
 
 
-@dataclass(frozen=True)
-class FamilyConfig:
-    depths: tuple[int, ...] = (2, 4, 8, 16, 32)
-    width: int = 64
-    heads: int = 4
-    seq_len: int = 128
-    batch_size: int = 16
-    steps: int = 600
-    lr: float = 3e-3
-    warmup: int = 30
-    weight_decay: float = 0.1
-    eval_every: int = 100
-    eval_blocks: int = 32
-    checkpoint_every: int = 100
-    corpus: str = "wikipedia"
-    seed: int = 0
-
-    @property
-    def tokens_per_model(self) -> int:
-        return self.steps * self.batch_size * self.seq_len
-
-    def key(self) -> dict[str, Any]:
-        return {k: v for k, v in dataclasses.asdict(self).items() if k != "depths"}
+# the typed settings live with every other experiment's (layerlab.settings)
+FamilyConfig = FamilySettings
 
 
 def config_for(profile) -> FamilyConfig:
-    """The family of a profile (`profile.extra["family"]`)."""
-    return FamilyConfig(**profile.extra["family"])
+    """The family of a profile."""
+    return FamilySettings.from_profile(profile)
 
 
 def folder(cfg: FamilyConfig) -> Path:

@@ -11,45 +11,46 @@ import torch
 
 from . import corpus, family, hidden, models, results
 from .profiles import Profile
+from .settings import GeometrySettings
 
 EXPERIMENT = "hidden_geometry"
 FAMILY_PREFIX = "family-d"
 
 
-def config_for(profile: Profile) -> dict[str, Any]:
-    return dict(profile.extra["geometry"])
+def config_for(profile: Profile) -> GeometrySettings:
+    return GeometrySettings.from_profile(profile)
 
 
 def model_names(profile: Profile) -> list[str]:
     cfg = config_for(profile)
     fam = family.config_for(profile)
-    return [*cfg.get("models", profile.models), *(f"{FAMILY_PREFIX}{d}" for d in fam.depths)]
+    return [*(cfg.models or profile.models), *(f"{FAMILY_PREFIX}{d}" for d in fam.depths)]
 
 
 def primary_model(profile: Profile) -> str:
     """The model that stands in for P1's Pythia-410m in the token-cluster analysis."""
-    return config_for(profile).get("primary", model_names(profile)[0])
+    return config_for(profile).primary or model_names(profile)[0]
 
 
-def _load(name: str, profile: Profile, cfg: dict[str, Any]) -> models.LoadedModel:
+def _load(name: str, profile: Profile, cfg: GeometrySettings) -> models.LoadedModel:
     if name.startswith(FAMILY_PREFIX):
         return family.load_member(int(name.removeprefix(FAMILY_PREFIX)), family.config_for(profile))
-    dtype = getattr(torch, cfg.get("dtype", "float32"))
-    if cfg.get("device_map"):
-        return models.load(name, dtype=dtype, device_map=cfg["device_map"])
+    dtype = getattr(torch, cfg.torch_dtype)
+    if cfg.device_map:
+        return models.load(name, dtype=dtype, device_map=cfg.device_map)
     return models.load(name, dtype=dtype, device=models.default_device())
 
 
-def _batches(lm: models.LoadedModel, profile: Profile, cfg: dict[str, Any]):
+def _batches(lm: models.LoadedModel, profile: Profile, cfg: GeometrySettings):
     """(batches, count): FineWeb documents for the gpu profile (P1's setup), otherwise windows of
     the profile's text; the family reads its own (byte-level) test text."""
     if lm.name.startswith(FAMILY_PREFIX):
         fam = family.config_for(profile)
-        blocks = corpus.token_blocks(lm.tokenizer, fam.corpus, n_tokens=cfg["family_tokens"],
+        blocks = corpus.token_blocks(lm.tokenizer, fam.corpus, n_tokens=cfg.family_tokens,
                                      seq_len=fam.seq_len, split="test")
-        return hidden.block_batches(blocks, cfg["batch_size"]), None
-    if cfg.get("documents"):
-        n_docs, seq_len, bs = cfg["documents"], cfg["seq_len"], cfg["batch_size"]
+        return hidden.block_batches(blocks, cfg.batch_size), None
+    if cfg.documents:
+        n_docs, seq_len, bs = cfg.documents, cfg.seq_len, cfg.batch_size
 
         def docs() -> Iterator[dict[str, torch.Tensor]]:
             texts: list[str] = []
@@ -64,9 +65,9 @@ def _batches(lm: models.LoadedModel, profile: Profile, cfg: dict[str, Any]):
                 yield corpus.document_batch(lm.tokenizer, texts, seq_len)
 
         return docs(), -(-n_docs // bs)
-    blocks = corpus.token_blocks(lm.tokenizer, profile.eval_corpus, n_tokens=cfg["tokens"],
-                                 seq_len=cfg["seq_len"], split="test", add_bos=lm.add_bos)
-    return hidden.block_batches(blocks, cfg["batch_size"]), None
+    blocks = corpus.token_blocks(lm.tokenizer, profile.eval_corpus, n_tokens=cfg.tokens,
+                                 seq_len=cfg.seq_len, split="test", add_bos=lm.add_bos)
+    return hidden.block_batches(blocks, cfg.batch_size), None
 
 
 def measure(name: str, profile: Profile) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
@@ -74,8 +75,8 @@ def measure(name: str, profile: Profile) -> tuple[dict[str, Any], dict[str, np.n
     cfg = config_for(profile)
     lm = _load(name, profile, cfg)
     batches, total = _batches(lm, profile, cfg)
-    out = hidden.collect(lm, batches, profiles=cfg["profiles"], seed=0, total=total,
-                         layer_by_layer=bool(cfg.get("device_map")))
+    out = hidden.collect(lm, batches, profiles=cfg.profiles, seed=0, total=total,
+                         layer_by_layer=bool(cfg.device_map))
     arrays = out.pop("profiles")
     out["summary"] = lm.summary()
     arrays["token_text"] = np.array([lm.tokenizer.decode([int(t)]) for t in arrays["token_id"]])
@@ -84,7 +85,7 @@ def measure(name: str, profile: Profile) -> tuple[dict[str, Any], dict[str, np.n
 
 def _cache_key(profile: Profile) -> dict[str, Any]:
     """What a model's geometry results depend on (shared by `run` and `token_profiles`)."""
-    return {**profile.config(), "geometry": config_for(profile),
+    return {**profile.config(), "geometry": config_for(profile).key(),
             "family": family.config_for(profile).key()}
 
 

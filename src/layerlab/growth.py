@@ -26,34 +26,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from . import corpus, models, paths, results, training
-
-
-@dataclass(frozen=True)
-class GrowthConfig:
-    layers: int = 12
-    width: int = 128
-    heads: int = 4
-    ffn: int = 512
-    seq_len: int = 64
-    batch_size: int = 8
-    uniform_steps: int = 656  # the paper's uniform run
-    budget: float = 0.5  # GTT, G_stack, random and the short uniform arm get this share of layer-steps
-    lr: float = 1e-3
-    warmup: int = 20
-    weight_decay: float = 0.1
-    eval_every: int = 41
-    eval_blocks: int = 16
-    checkpoint_every: int = 50
-    tokenizer: str = "smollm2"  # "smollm2" (49,152 tokens: 9.44 M parameters) or "byte"
-    regime: str = "natural"  # "natural" (Wikipedia train → validation) or "memorise"
-    memorise_tokens: int = 4096  # size of the small set of the memorisation regime
-    clone_noise: float = 0.01  # × per-tensor std, GTT's growth phase
-    anti_scale: float = 0.9
-    seed: int = 0
-
-    def key(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+from . import corpus, models, paper, paths, results, training
+from .settings import GrowthConfig, GrowthSettings
 
 
 # -- the model -------------------------------------------------------------------------------------
@@ -97,8 +71,9 @@ class Anatomy:
     connective: tuple[int, ...]
 
 
-def proportional_anatomy(n_layers: int = 12, source_layers: int = 30,
-                         core=(8, 9, 10, 11), anti=(14, 17), io=(1, 2, *range(23, 29))) -> Anatomy:
+def proportional_anatomy(n_layers: int = 12, source_layers: int = paper.P2_N_LAYERS.value,
+                         core=paper.P2_CRITICAL_CORE.value, anti=paper.P2_ANTI_LAYERS.value,
+                         io=paper.P2_IO_LAYERS.value) -> Anatomy:
     """P2's SmolLM2 classes mapped to a smaller stack by index × n/30 (the spec's option (a))."""
     def scale(ls):
         return tuple(sorted({min(n_layers - 1, round(l * n_layers / source_layers)) for l in ls}))
@@ -390,17 +365,16 @@ def final_weights(prog: Program, cfg: GrowthConfig) -> dict[str, torch.Tensor]:
 
 # -- the chapter ------------------------------------------------------------------------------------
 def config_for(profile, regime: str, seed: int) -> GrowthConfig:
-    base = dict(profile.extra["growth"]["config"])
-    return GrowthConfig(**base, regime=regime, seed=seed)
+    return GrowthSettings.from_profile(profile).run_config(regime, seed)
 
 
 def run(profile, *, progress: bool = True) -> dict[str, Any]:
     """Every regime × seed × arm of the profile, each cached as soon as it finishes."""
-    g = profile.extra["growth"]
+    g = GrowthSettings.from_profile(profile)
     cache = results.Cache(profile.name)
     tok_cache: dict[str, Any] = {}
     items = {f"{regime}-s{seed}-{arm}": {"regime": regime, "seed": seed, "arm": arm}
-             for regime in g["regimes"] for seed in g["seeds"]
+             for regime in g.regimes for seed in g.seeds
              for arm in ("uniform", "uniform same budget", "gtt", "G_stack", "random schedule")}
 
     def compute(_name: str, item: dict[str, Any]) -> dict[str, Any]:
@@ -413,13 +387,12 @@ def run(profile, *, progress: bool = True) -> dict[str, Any]:
             raise RuntimeError(f"{item} stopped before its last step")
         return out
 
-    key = {"config": dict(g["config"])}
-    return cache.for_each("growth", key, items, compute, progress=progress)
+    return cache.for_each("growth", g.key(), items, compute, progress=progress)
 
 
 # -- analysis ---------------------------------------------------------------------------------------
 MEASURES = ("step", "layer_steps", "tokens", "flops", "seconds")
-PAPER = {"gtt": 0.127, "uniform": 0.599, "ratio": 4.7, "faster": 0.13, "cost": 0.54}
+PAPER = paper.P2_GROWTH.value
 
 
 def curves(runs: dict[str, dict[str, Any]]) -> "pd.DataFrame":
@@ -552,6 +525,4 @@ def seeds(cv: "pd.DataFrame") -> list[int]:
 
 def describe(profile) -> str:
     """The profile's growth settings on one line, for provenance blocks."""
-    g = profile.extra["growth"]
-    cfg = ", ".join(f"{k}={v}" for k, v in g["config"].items())
-    return f"{cfg}; regimes {list(g['regimes'])}; seeds {list(g['seeds'])}"
+    return GrowthSettings.from_profile(profile).describe()

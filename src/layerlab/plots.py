@@ -8,6 +8,8 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from . import paper, scaling
+
 WIDTH = 480
 HEIGHT = 300
 
@@ -106,7 +108,8 @@ def bootstrap_histogram(values: pd.Series, lo: float, hi: float, marks: dict[str
     return (band + hist + rules).properties(height=240)
 
 
-def cut_scan_chart(scan: pd.DataFrame, band: tuple[float, float] = (0.9, 1.5)) -> alt.Chart:
+def cut_scan_chart(scan: pd.DataFrame,
+                   band: tuple[float, float] = scaling.HEADLINE_BAND) -> alt.Chart:
     """α_ℓ ± SE against the number of points excluded, for both recipes."""
     base = alt.Chart(scan.assign(lo=scan["alpha_l"] - scan["alpha_l_se"],
                                  hi=scan["alpha_l"] + scan["alpha_l_se"]),
@@ -442,7 +445,7 @@ def alpha_sweep(alpha: pd.DataFrame) -> alt.Chart:
 
 
 # --- chapter 07: weight predictability ---------------------------------------------------------
-def r2_vs_alpha(ridge: pd.DataFrame, paper_r2: float = 0.91) -> alt.Chart:
+def r2_vs_alpha(ridge: pd.DataFrame, paper_r2: float = paper.P2_RIDGE_R2.value) -> alt.Chart:
     """Ridge R² against the regularisation α, in-sample vs forward split, one line per type."""
     df = ridge[(ridge["stack"] == "real") & ridge["protocol"].isin(["in_sample", "forward"])]
     df = df.assign(r2_shown=df["r2"].clip(lower=-0.5))

@@ -1,8 +1,13 @@
 """The results cache: every expensive result is a small JSON file keyed by experiment name and
 a hash of its configuration, written atomically with its provenance.
 
-- Same experiment + same config: the stored value is returned, nothing recomputed.
-- Changed config: a new key, so stale results are never mixed with new ones.
+- The key is the configuration plus the experiment's schema version (`SCHEMAS`, bumped when its
+  code changes what it computes) and content hashes of the data files it reads (E0 sentences,
+  corpora, Chinchilla CSV): edit a sentence, a corpus or the code and the old numbers are no
+  longer found.
+- Same key: the stored value is returned (`None` included), nothing recomputed.
+- Changed key: a new file, so stale results are never mixed with new ones; `layerlab cache
+  status` lists the records the current code no longer reads.
 - `for_each` stores each item (e.g. each model) as soon as it finishes, so an interrupted run
   (Ctrl-C, Colab disconnect) resumes at the first item without a result.
 
@@ -16,11 +21,72 @@ import json
 import os
 import re
 import tempfile
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from . import paths, provenance
+
+# experiment -> (schema version, data the experiment reads). Bump a version when the code of
+# that experiment changes what it stores; the old records then stop matching.
+SCHEMAS: dict[str, tuple[int, tuple[str, ...]]] = {
+    "models_and_data": (1, ("corpora",)),
+    "hidden_geometry": (1, ("corpora",)),
+    "depth_family": (1, ("corpora",)),
+    "toy_sweeps": (1, ()),
+    "toy_signatures": (1, ()),
+    "anatomy_base": (1, ("e0", "corpora")),
+    "anatomy_sets": (1, ("e0", "corpora")),
+    "importance_map": (1, ("e0", "corpora")),
+    "layer_similarity": (1, ("corpora",)),
+    "manipulation": (1, ("e0", "corpora")),
+    "generations": (1, ()),
+    "paradox": (1, ("e0", "corpora")),
+    "ridge_predictability": (1, ()),
+    "descriptor_predictability": (1, ()),
+    "delta_correlation": (1, ()),
+    "recovery": (1, ("e0", "corpora")),
+    "growth": (1, ("corpora",)),
+    "claims": (1, ()),
+}
+# input group -> files under data/ (globs)
+INPUTS: dict[str, tuple[str, ...]] = {
+    "e0": ("eval/e0_sentences.txt",),
+    "corpora": ("corpora/*.txt.xz",),
+    "chinchilla": ("get_fitting_data_chinchilla.csv",),
+}
+MISSING = object()  # what `lookup` returns for an absent record (a stored None is a value)
+
+
+class CacheError(RuntimeError):
+    """A record that exists but cannot be read."""
+
+
+_input_hashes: dict[tuple, str] = {}
+
+
+def input_hash(group: str) -> str:
+    """sha256 (12 hex) over the files of one input group. Memoised on the files' names, sizes
+    and modification times, so an edit made while a kernel runs is still seen."""
+    root = paths.data_dir()
+    files = sorted(f for pattern in INPUTS[group] for f in root.glob(pattern))
+    if not files:
+        raise FileNotFoundError(f"input group {group!r} matches no file under {root}")
+    memo = (group, *((str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in files))
+    if memo not in _input_hashes:
+        h = hashlib.sha256()
+        for f in files:
+            h.update(f.relative_to(root).as_posix().encode() + b"\0")
+            h.update(hashlib.sha256(f.read_bytes()).digest())
+        _input_hashes[memo] = h.hexdigest()[:12]
+    return _input_hashes[memo]
+
+
+def full_key(experiment: str, config: Mapping[str, Any]) -> dict[str, Any]:
+    """The configuration as stored: plus the schema version and the input hashes."""
+    version, groups = SCHEMAS.get(experiment, (1, ()))
+    return {**config, "_schema": version, "_inputs": {g: input_hash(g) for g in groups}}
 
 
 def _to_jsonable(obj: Any) -> Any:
@@ -99,23 +165,46 @@ class Cache:
         return (self.root or paths.results_dir()) / self.profile
 
     def path(self, experiment: str, config: Mapping[str, Any], item: str | None = None) -> Path:
-        stem = config_hash(config) if item is None else f"{slug(item)}-{config_hash(config)}"
+        h = config_hash(full_key(experiment, config))
+        stem = h if item is None else f"{slug(item)}-{h}"
         return self.folder / slug(experiment) / f"{stem}.json"
 
-    def get(self, experiment: str, config: Mapping[str, Any], item: str | None = None) -> Any:
-        """The stored value, or None when absent."""
+    def read_record(self, path: Path) -> dict[str, Any]:
+        """A stored record; a torn or edited file is an error that names it."""
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+            record["value"]  # noqa: B018 - a record without a value is corrupt too
+            return record
+        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as err:
+            raise CacheError(
+                f"the result record {path} is corrupt ({type(err).__name__}: {err}). Delete it "
+                "to recompute that result, or restore the committed copy with "
+                f"`git checkout -- {path}`.") from err
+
+    def lookup(self, experiment: str, config: Mapping[str, Any], item: str | None = None) -> Any:
+        """The stored value (which may be None), or `MISSING`."""
         path = self.path(experiment, config, item)
         if not path.is_file():
-            return None
-        return json.loads(path.read_text(encoding="utf-8"))["value"]
+            return MISSING
+        return self.read_record(path)["value"]
+
+    def get(self, experiment: str, config: Mapping[str, Any], item: str | None = None) -> Any:
+        """The stored value, or None when absent (use `lookup` to tell a stored None apart)."""
+        value = self.lookup(experiment, config, item)
+        return None if value is MISSING else value
 
     def put(self, experiment: str, config: Mapping[str, Any], value: Any,
             item: str | None = None) -> Any:
+        if os.environ.get("LAYERLAB_DRY") == "1" and self.folder.resolve().is_relative_to(
+                (paths.REPO_ROOT / "results").resolve()):
+            raise CacheError("the dry run (LAYERLAB_DRY=1) must not write into the committed "
+                             "results/: set LAYERLAB_RESULTS to a temporary folder")
+        key = full_key(experiment, config)
         record = {
             "experiment": experiment,
             "item": item,
-            "config": dict(config),
-            "config_hash": config_hash(config),
+            "config": key,
+            "config_hash": config_hash(key),
             "provenance": provenance.collect(self.profile),
             "value": value,
         }
@@ -133,8 +222,8 @@ class Cache:
                *, force: bool = False) -> Any:
         """The stored value for (experiment, config), computing and storing it if absent."""
         if not force:
-            hit = self.get(experiment, config)
-            if hit is not None:
+            hit = self.lookup(experiment, config)
+            if hit is not MISSING:
                 return hit
         self.may_compute(experiment)
         return self.put(experiment, config, compute())
@@ -152,7 +241,7 @@ class Cache:
         keys = {name: {**config, "item": item} for name, item in items.items()}
         out: dict[str, Any] = {} if force else {
             name: hit for name, key in keys.items()
-            if (hit := self.get(experiment, key, name)) is not None}
+            if (hit := self.lookup(experiment, key, name)) is not MISSING}
         todo = [name for name in items if name not in out]
         bar = tqdm(todo, desc=experiment, disable=not (progress and todo), total=len(todo))
         for name in bar:
@@ -182,12 +271,16 @@ class Cache:
         path = self.arrays_path(experiment, config, item)
         if not path.is_file():
             return None
-        with np.load(path, allow_pickle=False) as npz:
-            return {k: npz[k] for k in npz.files}
+        try:
+            with np.load(path, allow_pickle=False) as npz:
+                return {k: npz[k] for k in npz.files}
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
+            raise CacheError(f"the array record {path} is corrupt ({err}); delete it to "
+                             f"recompute, or `git checkout -- {path}`") from err
 
     def provenance_of(self, experiment: str, config: Mapping[str, Any],
                       item: str | None = None) -> dict[str, Any] | None:
         path = self.path(experiment, config, item)
         if not path.is_file():
             return None
-        return json.loads(path.read_text(encoding="utf-8"))["provenance"]
+        return self.read_record(path)["provenance"]

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import paths
+from . import paper, paths
 
 PARAMS = ("ln_c_m", "ln_c_l", "ln_c_D", "alpha_m", "alpha_l", "alpha_D", "L0")
 DEPTH_UNIT = 100.0  # the paper fits ℓ' = 100 ℓ ...
@@ -474,19 +474,13 @@ def profile_interval(profile: pd.DataFrame, threshold: float = 3.84) -> tuple[fl
 # --- the paper's numbers and the verdicts -----------------------------------------------------
 # As reported by the authors' notebook outputs (liuyz0/DepthScaling, Scaling/fit-5.ipynb and
 # fit-8.ipynb at commit 07360e3) and the paper's headline. Shown only as "paper reported".
-PAPER_REPORTED = {
-    "n_points": 203,
-    "alpha_l": 1.2014, "alpha_l_se": 0.2685,
-    "alpha_m": 0.9769, "alpha_m_se": 0.0833,
-    "alpha_D": 0.2991, "alpha_D_se": 0.0139,
-    "L0": 1.7503, "L0_se": 0.0256,
-    "c_m": 333.38, "c_l": 1284.37, "c_D": 8.4867,
-    "objective": 0.0030681, "mae": 0.0101, "rel_mae": 0.0040,
-    "alpha_l_minus2": 1.0661, "alpha_l_minus2_se": 0.2423,
-    "headline_alpha_l": 1.2, "headline_pm": 0.3,
-}
+PAPER_REPORTED = {**paper.P1_FIT.value, "headline_alpha_l": paper.P1_ALPHA_L.value,
+                  "headline_pm": paper.P1_ALPHA_L_PM.value}
+# the band α_ℓ must stay in across outlier cuts: the paper's headline 1.2 ± 0.3
+HEADLINE_BAND = (paper.P1_ALPHA_L.value - paper.P1_ALPHA_L_PM.value,
+                 paper.P1_ALPHA_L.value + paper.P1_ALPHA_L_PM.value)
 # Hoffmann et al. (2022), Chinchilla's parameter exponent, as the paper compares with it.
-CHINCHILLA_ALPHA_N = 0.34
+CHINCHILLA_ALPHA_N = paper.P1_CHINCHILLA_ALPHA_N.value
 
 
 def compare_with_paper(paper_fit: Fit) -> pd.DataFrame:
@@ -543,7 +537,7 @@ def assess(paper_fit: Fit, converged: Fit, boot: pd.DataFrame, scan: pd.DataFram
               "from 20 to 60 (the paper's 40 ± 20) within 1.2 ± 0.3",
               judge({"converged": within(converged.alpha_l, 1.2, 0.3),
                      "bootstrap_sd": within(float(boot_ok["alpha_l"].std()), 0.3, 0.1),
-                     "cut_robust": bool(near["alpha_l"].between(0.9, 1.5).all())}),
+                     "cut_robust": bool(near["alpha_l"].between(*HEADLINE_BAND).all())}),
               setting, {"converged": converged.alpha_l, "boot_lo": lo, "boot_hi": hi,
                         "cuts_min": float(near["alpha_l"].min()),
                         "cuts_max": float(near["alpha_l"].max())}),

@@ -25,6 +25,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .settings import ToyConfig, ToySettings
+
 WIDTH = 32
 VOCAB = 128
 
@@ -101,39 +103,6 @@ def make_student(depth: int, *, seed: int, width: int = WIDTH, vocab: int = VOCA
         if head:
             parts["head"].weight.zero_()
     return nn.ModuleDict(parts)
-
-
-@dataclass(frozen=True)
-class ToyConfig:
-    """One sweep: a teacher type, an objective, a temperature, and student depths."""
-
-    teacher: str = "independent"  # or "tied"
-    objective: str = "kl"  # "kl" (through a head, at temperature T) or "mse" (final states)
-    temperature: float = 1.0
-    head: str = "fixed"  # "fixed": one shared random head W (exp-9-3); "learned": exp-9/9-1
-    teacher_depth: int = 64
-    student_depths: tuple[int, ...] = (2, 4, 8, 16)
-    batch_size: int = 256
-    steps: int = 4000
-    base_lr: float = 6e-4
-    schedule: str = "decay"  # "constant" (exp-9/9-1) or "decay" (80 % constant, then to 0.1x)
-    eval_every: int = 500
-    eval_batches: int = 10
-    seed: int = 0
-
-    def lr(self, depth: int) -> float:
-        """P1's per-depth learning rates: constant 6e-4 for exp-9/9-1; 6e-4·4/√ℓ (KL, fixed
-        head) or 6e-4·2/√ℓ (MSE) with the decaying schedule."""
-        if self.schedule == "constant":
-            return self.base_lr
-        scale = 2.0 if self.objective == "mse" else 4.0
-        return self.base_lr * scale / math.sqrt(depth)
-
-    def factor(self, step: int) -> float:
-        if self.schedule == "constant" or step < 0.8 * self.steps:
-            return 1.0
-        t = (step - 0.8 * self.steps) / (0.2 * self.steps)
-        return 1.0 - 0.9 * min(1.0, t)
 
 
 class Sweep:
@@ -281,10 +250,8 @@ def averaging_error(depths, *, trials: int = 4000, seed: int = 0) -> list[float]
 
 # --- sweeps of a profile ------------------------------------------------------------------------
 def sweep_configs(profile) -> dict[str, ToyConfig]:
-    """The named sweeps of a profile (`profile.extra["toy"]`)."""
-    spec = profile.extra["toy"]
-    base = {k: v for k, v in spec.items() if k not in ("sweeps", "signature_steps")}
-    return {name: ToyConfig(**{**base, **over}) for name, over in spec["sweeps"].items()}
+    """The named sweeps of a profile."""
+    return ToySettings.from_profile(profile).sweep_configs()
 
 
 def run_sweeps(profile, cache=None, *, only: list[str] | None = None,
@@ -327,17 +294,14 @@ def loss_table(runs: dict[str, dict[str, Any]]) -> "pd.DataFrame":
 
 def signatures(profile, cache=None, *, progress: bool = True) -> "pd.DataFrame":
     """Consecutive-update angles of trained students of both teacher types (MSE objective,
-    `profile.extra["toy"]["signature_steps"]` steps), cached per teacher type."""
+    `ToySettings.signature_steps` steps), cached per teacher type."""
     import pandas as pd
 
     from . import results
 
     cache = cache or results.Cache(profile.name)
-    spec = profile.extra["toy"]
-    base = {k: v for k, v in spec.items() if k not in ("sweeps", "signature_steps")}
-    configs = {t: ToyConfig(**{**base, "objective": "mse", "teacher": t,
-                               "steps": spec.get("signature_steps", base.get("steps", 4000))})
-               for t in ("independent", "tied")}
+    spec = ToySettings.from_profile(profile)
+    configs = {t: spec.signature_config(t) for t in ("independent", "tied")}
 
     def compute(teacher: str, _cfg) -> list[dict[str, Any]]:
         sweep = Sweep(configs[teacher])

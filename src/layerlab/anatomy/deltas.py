@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import claims
+from .. import claims, paper
 from . import weights as w
 from .lab import Lab
 
-PAPER_VALUE = -0.50
+PAPER_VALUE = paper.P2_DELTA_CORRELATION.value
 TOL = 0.05  # |mean − (−0.5)| for "≈ −0.50"; also the distance that counts as "differs from a null"
 POSITIVE = {"AR(1) ρ = 0.5": ("ar1", 0.5), "AR(1) ρ = 0.9": ("ar1", 0.9),
             "random walk": ("walk", 0.0), "smooth drift": ("smooth", 0.0)}
@@ -37,7 +37,7 @@ def measure(lab: Lab) -> dict[str, Any]:
     rows, preds = [], []
     for label, name in types.items():
         is_norm = dict(lm.blocks[0].named_parameters())[name].ndim == 1
-        for kind, s in w.controls(lm, name, lab.cfg["init_std"]).items():
+        for kind, s in w.controls(lm, name, lab.cfg.init_std).items():
             dc = w.delta_correlation(s)
             rows += [{"type": label, "stack": kind, "pair": l, "delta_corr": float(v)}
                      for l, v in enumerate(dc)]
@@ -51,7 +51,7 @@ def measure(lab: Lab) -> dict[str, Any]:
                     "predicted_stationary": w.stationary_prediction(_nanmean(r1), _nanmean(r2)),
                     "adjacent_by_layer": [float(x) for x in r1],
                 })
-    n = lab.cfg.get("control_elements", 200_000)
+    n = lab.cfg.control_elements
     for label, (kind, rho) in POSITIVE.items():
         s = w.synthetic(kind, lab.n_layers, n, rho=rho, seed=0)
         rows += [{"type": "synthetic", "stack": label, "pair": l, "delta_corr": float(v)}
@@ -60,7 +60,7 @@ def measure(lab: Lab) -> dict[str, Any]:
 
 
 def run(lab: Lab) -> dict[str, pd.DataFrame]:
-    value = lab.cache.cached("delta_correlation", lab.key(init_std=lab.cfg["init_std"]),
+    value = lab.cache.cached("delta_correlation", lab.key(init_std=lab.cfg.init_std),
                              lambda: measure(lab))
     per_pair = pd.DataFrame(value["rows"])
     preds = pd.DataFrame(value["predictions"])

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import claims, models
+from .. import claims, models, paper
 from . import edits
 from .evaluator import Scores
 from .lab import Lab
@@ -28,10 +28,10 @@ METHODS: dict[str, tuple[str, str | None]] = {
     "neighbour_average_attention": ("neighbour_average", "attention"),
     "neighbour_average_mlp": ("neighbour_average", "mlp"),
 }
-PAPER_CORE = (8, 9, 10, 11)
-PAPER_PEAK, PAPER_PEAK_DEG = 11, 63_419.0
-PAPER_ANTI = (14, 17)
-PAPER_LAYERS = 30
+PAPER_CORE = paper.P2_CRITICAL_CORE.value
+PAPER_PEAK, PAPER_PEAK_DEG = paper.P2_PEAK_LAYER.value, paper.P2_PEAK_DEGRADATION.value
+PAPER_ANTI = paper.P2_ANTI_LAYERS.value
+PAPER_LAYERS = paper.P2_N_LAYERS.value
 LAYER_CLAIMS = {
     "P2-C1-core": "Neighbour-average ablation finds a critical core at L8–11 with the peak at L11",
     "P2-C1-peak-size": "Averaging L11's neighbours into it raises perplexity by +63,419 %",
@@ -51,7 +51,7 @@ def method_edit(method: str, layer: int) -> edits.Edit:
 def run_map(lab: Lab, *, force: bool = False) -> dict[tuple[str, str, int], Scores]:
     """Scores of every (set, method, layer) the profile asks for; each cached as it finishes."""
     plan = {f"{s}-{m}-L{l:02d}": {"set": s, "method": m, "layer": l}
-            for s, methods in lab.cfg["map_methods"].items() for m in methods
+            for s, methods in lab.cfg.map_methods.items() for m in methods
             for l in range(lab.n_layers)}
 
     def compute(_name: str, item: dict[str, Any]) -> dict[str, Any]:
@@ -210,15 +210,15 @@ def run(lab: Lab) -> dict[str, Any]:
     """Everything chapter 05 shows: the degradation table with classes, range statistics and
     the anchors. Cached item by item; a rerun after an interruption resumes."""
     runs = run_map(lab)
-    bases = {s: lab.base(s) for s in lab.cfg["map_methods"]}
-    table = degradation_table(runs, bases, resamples=lab.cfg["bootstrap"])
+    bases = {s: lab.base(s) for s in lab.cfg.map_methods}
+    table = degradation_table(runs, bases, resamples=lab.cfg.bootstrap)
     classes = []
     for (s, m), df in table.groupby(["set", "method"]):
         c = classify(df, lab.n_layers)
         classes.append(pd.DataFrame({"set": s, "method": m, "layer": c.index, "class": c.values}))
     table = table.merge(pd.concat(classes), on=["set", "method", "layer"])
     ranges = pd.DataFrame([range_statistic(runs, bases[s], s, lab.n_layers,
-                                           resamples=lab.cfg["bootstrap"]) for s in bases])
+                                           resamples=lab.cfg.bootstrap) for s in bases])
     sim = similarity(lab)
     return {"table": table, "ranges": ranges, "similarity": sim,
             "anchors": anchors(table, sim, lab.n_layers), "bases": bases,

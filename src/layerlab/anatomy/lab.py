@@ -10,12 +10,13 @@ import torch
 
 from .. import models, results
 from ..profiles import Profile
+from ..settings import AnatomySettings
 from . import evalsets
 from .evaluator import Evaluator, Scores
 
 
-def config_for(profile: Profile) -> dict[str, Any]:
-    return dict(profile.extra["anatomy"])
+def config_for(profile: Profile) -> AnatomySettings:
+    return AnatomySettings.from_profile(profile)
 
 
 class Lab:
@@ -30,39 +31,39 @@ class Lab:
 
     @property
     def model_name(self) -> str:
-        return self.cfg["model"]
+        return self.cfg.model
 
     def key(self, **extra: Any) -> dict[str, Any]:
         """Cache key: model, evaluation-set settings and whatever the experiment adds."""
         keep = ("model", "e1_source", "e1_tokens", "e1_max_len", "batch_tokens", "dtype")
-        return {**{k: self.cfg.get(k) for k in keep}, **extra}
+        return {**{k: getattr(self.cfg, k) for k in keep}, **extra}
 
     @cached_property
     def lm(self) -> models.LoadedModel:
-        dtype = getattr(torch, self.cfg.get("dtype", "float32"))
+        dtype = getattr(torch, self.cfg.torch_dtype)
         if self.model_name.startswith("tiny-"):
-            return models.load_tiny(self.model_name, layers=self.cfg.get("tiny_layers", 6))
+            return models.load_tiny(self.model_name, layers=self.cfg.tiny_layers)
         return models.load(self.model_name, dtype=dtype, device=models.default_device())
 
     @property
     def n_layers(self) -> int:
-        return int(self.cfg["n_layers"])
+        return self.cfg.n_layers
 
     def evalset(self, name: str) -> evalsets.EvalSet:
         if name == "E0":
             return evalsets.e0(self.lm.tokenizer)
         if name == "E1":
-            return evalsets.e1(self.lm.tokenizer, self.cfg["e1_source"],
-                               min_tokens=self.cfg["e1_tokens"], max_len=self.cfg["e1_max_len"])
+            return evalsets.e1(self.lm.tokenizer, self.cfg.e1_source,
+                               min_tokens=self.cfg.e1_tokens, max_len=self.cfg.e1_max_len)
         raise ValueError(f"unknown evaluation set {name!r}; use 'E0' or 'E1'")
 
     def evaluator(self, name: str) -> Evaluator:
         if name not in self._evaluators:
-            ev = Evaluator(self.lm, self.evalset(name), batch_tokens=self.cfg["batch_tokens"],
+            ev = Evaluator(self.lm, self.evalset(name), batch_tokens=self.cfg.batch_tokens,
                            progress=self.progress)
             if ev.lm.n_layers != self.n_layers:
                 raise ValueError(f"{self.model_name} has {ev.lm.n_layers} layers; the profile "
-                                 f"expects {self.n_layers} (set extra['anatomy']['n_layers'])")
+                                 f"expects {self.n_layers} (set AnatomySettings.n_layers)")
             self._evaluators[name] = ev
         return self._evaluators[name]
 

@@ -15,16 +15,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import claims
+from .. import claims, paper
 from . import weights as w
 from .evaluator import Scores
 from .lab import Lab
 
-PAPER_R2 = 0.91
+PAPER_R2 = paper.P2_RIDGE_R2.value
 SPEC_ALPHAS = (1.0, 1e3, 1e4, 1e5)
 ALPHA_GRID = tuple(float(10 ** (k / 2)) for k in range(0, 15))  # 1 … 10^7
 DESCRIPTOR_KINDS = ("sorted values", "singular values", "column norms", "row norms")
-PAPER_K1_PPL, PAPER_BASE_PPL, PAPER_K9_PPL = 26.22, 22.60, 1e5
+PAPER_K1_PPL, PAPER_BASE_PPL, PAPER_K9_PPL = (paper.P2_PARADOX_K1_PPL.value, paper.P2_BASE_PPL.value,
+                                              paper.P2_PARADOX_K9_PPL.value)
 
 
 def _mean_r2(rows: list[dict[str, Any]]) -> tuple[float, float]:
@@ -35,7 +36,7 @@ def measure_ridge(lab: Lab) -> list[dict[str, Any]]:
     """R² and cosine per type × stack × protocol × α, and the two baselines."""
     rows = []
     for label, name in w.tensor_types(lab.lm).items():
-        for stack_kind, s in w.controls(lab.lm, name, lab.cfg["init_std"]).items():
+        for stack_kind, s in w.controls(lab.lm, name, lab.cfg.init_std).items():
             gram = w.Gram.of(s)
             alphas = ALPHA_GRID if stack_kind == "real" else SPEC_ALPHAS
             for protocol in ("in_sample", "forward", "loo"):
@@ -152,7 +153,7 @@ def run_paradox(lab: Lab, alpha: float) -> pd.DataFrame:
 
 
 def run(lab: Lab) -> dict[str, Any]:
-    key = lab.key(init_std=lab.cfg["init_std"], alphas=list(ALPHA_GRID))
+    key = lab.key(init_std=lab.cfg.init_std, alphas=list(ALPHA_GRID))
     ridge = pd.DataFrame(lab.cache.cached("ridge_predictability", key, lambda: measure_ridge(lab)))
     desc = pd.DataFrame(lab.cache.cached("descriptor_predictability", lab.key(),
                                          lambda: measure_descriptors(lab)))

@@ -20,29 +20,14 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from .. import claims, corpus, training
+from .. import claims, corpus, paper, training
 from . import edits
+from ..settings import RecoveryConfig
 from .lab import Lab
 
 
-@dataclass(frozen=True)
-class RecoveryConfig:
-    layers: tuple[int, ...] = (1, 2, 8, 9, 10, 11, 14, 17, 20, 25)
-    sigma: float = 0.5
-    steps: int = 200
-    eval_every: int = 10
-    lr: float = 1e-4
-    batch_size: int = 8
-    seq_len: int = 128
-    taus: tuple[float, ...] = (0.05, 0.10)
-    trainable: str = "layer"  # "layer": only the damaged layer; "model": every parameter
-    eval_set: str = "E0"
-    equal_damage: float = 2.0  # damaged PPL / base PPL that the calibrated σ aims for
-    seed: int = 0
-
-
 def config_for(lab: Lab) -> RecoveryConfig:
-    return RecoveryConfig(**lab.cfg["recovery"])
+    return lab.cfg.recovery
 
 
 def training_windows(tokenizer: Any, cfg: RecoveryConfig) -> torch.Tensor:
@@ -147,7 +132,7 @@ def calibrate_sigma(lab: Lab, layer: int, cfg: RecoveryConfig, *, lo: float = 1e
 def run(lab: Lab) -> dict[str, pd.DataFrame]:
     """Both conditions (fixed σ, equal damage) for every configured layer, cached per layer."""
     cfg = config_for(lab)
-    key = lab.key(recovery=cfg.__dict__)
+    key = lab.key(recovery=cfg.key())
     windows: dict[str, torch.Tensor] = {}
 
     def compute(name: str, item: dict[str, Any]) -> dict[str, Any]:
@@ -216,12 +201,12 @@ def assess(result: dict[str, pd.DataFrame], corr: pd.DataFrame, cfg: RecoveryCon
         return f"> {cfg.steps}" if censored(v) else f"{int(v)}"
 
     checks = {}
-    for l in (8, 11):
+    for l in paper.P2_SLOW_RECOVERY.value:
         if l in fixed.index:
             v = fixed.loc[l, tau]
             checks[f"L{l} not recovered before {cfg.steps // 2} steps"] = (
                 censored(v) or v >= cfg.steps // 2)
-    for l in (14, 17):
+    for l in paper.P2_FAST_RECOVERY.value:
         if l in fixed.index:
             checks[f"L{l} recovered at once (0 steps)"] = fixed.loc[l, tau] == 0
     found = []

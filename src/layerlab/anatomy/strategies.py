@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 import torch
 
-from .. import claims
+from .. import claims, paper
 from . import edits
 from .evaluator import Scores
 from .importance import degradation_table
@@ -57,19 +57,19 @@ def plan(lab: Lab, target: list[int]) -> dict[str, dict[str, Any]]:
     """Every evaluation of the chapter: joint, one layer at a time, and the α sweep."""
     cfg = lab.cfg
     L = lab.n_layers
-    peak = min(11, L - 1)
+    peak = min(paper.P2_PEAK_LAYER.value, L - 1)
     scopes = {"target set": target, "all layers": list(range(L)), f"L{peak} alone": [peak]}
     items: dict[str, dict[str, Any]] = {}
     for s in ("E0", "E1"):
         for name in (*STRATEGIES, *VARIANTS):
             items[f"{s}-joint-{name}"] = {"set": s, "part": "joint", "strategy": name,
                                          "layers": target}
-        for name in STRATEGIES if s in cfg.get("single_sets", ("E0", "E1")) else ():
+        for name in STRATEGIES if s in cfg.single_sets else ():
             for l in target:
                 items[f"{s}-single-{name}-L{l:02d}"] = {"set": s, "part": "single",
                                                         "strategy": name, "layers": [l]}
         for scope, layers in scopes.items():
-            for alpha in cfg["alphas"]:
+            for alpha in cfg.alphas:
                 items[f"{s}-alpha-{scope}-{alpha:g}"] = {
                     "set": s, "part": "alpha", "strategy": f"scale ×{alpha:g}", "scope": scope,
                     "alpha": alpha, "layers": layers}
@@ -107,7 +107,7 @@ def run(lab: Lab, target: list[int]) -> dict[str, Any]:
             runs = {(items[k]["set"], items[k]["strategy"], "S"): Scores.from_dict(stored[k])
                     for k in keys}
             names = ("strategy", "target")
-        out[part] = degradation_table(runs, bases, resamples=lab.cfg["bootstrap"], names=names)
+        out[part] = degradation_table(runs, bases, resamples=lab.cfg.bootstrap, names=names)
     out["joint"] = out["joint"].drop(columns="target")
     out["joint"]["paper's five"] = out["joint"]["strategy"].isin(list(STRATEGIES))
     out["target"] = target
@@ -146,7 +146,7 @@ def generation_conditions(target: list[int], n_layers: int) -> dict[str, edits.E
 
 def generations(lab: Lab, target: list[int]) -> pd.DataFrame:
     """Greedy continuations of the fixed prompts under each condition, with repetition scores."""
-    n_new = lab.cfg["generate_tokens"]
+    n_new = lab.cfg.generate_tokens
     conds = generation_conditions(target, lab.n_layers)
 
     def compute(name: str, _item: Any) -> list[dict[str, Any]]:

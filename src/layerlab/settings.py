@@ -1,0 +1,466 @@
+"""Typed run settings: one frozen dataclass per experiment, holding every size and default the
+experiment reads. `profiles.py` builds one of each per profile; module code and notebooks read
+these fields only (`ToySettings.from_profile(profile).steps`), never a dict.
+
+Every class validates itself on construction (types, ranges, names), and `shrunk()` gives the
+same settings at toy size: the gpu dry run (`make gpu-dry`) executes the gpu profile's code paths
+on a CPU with these (fewer steps, tokens, sweeps and layers; the same keys and branches).
+
+Used by every chapter (00–11) through `profiles`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Mapping
+
+
+class SettingsError(ValueError):
+    """A run setting with a wrong type, range or name."""
+
+
+def _check(cond: bool, what: str) -> None:
+    if not cond:
+        raise SettingsError(what)
+
+
+def _positive_ints(values, what: str) -> None:
+    _check(isinstance(values, tuple) and len(values) > 0
+           and all(isinstance(v, int) and v > 0 for v in values),
+           f"{what} must be a non-empty tuple of positive ints, got {values!r}")
+
+
+def _check_types(obj: Any) -> None:
+    """Each field's value against its annotation (the simple types this module uses)."""
+    hints = {"int": int, "float": (int, float), "str": str, "bool": bool}
+    for f in fields(obj):
+        value = getattr(obj, f.name)
+        ann = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "")
+        optional = ann.endswith("| None")
+        base = ann.removesuffix(" | None").strip()
+        if value is None:
+            _check(optional, f"{type(obj).__name__}.{f.name} must not be None")
+            continue
+        if base in hints:
+            ok = isinstance(value, hints[base]) and not (base != "bool" and isinstance(value, bool))
+            _check(ok, f"{type(obj).__name__}.{f.name} must be {base}, got {value!r}")
+        elif base.startswith("tuple"):
+            _check(isinstance(value, tuple),
+                   f"{type(obj).__name__}.{f.name} must be a tuple, got {value!r}")
+
+
+class _Settings:
+    """Shared behaviour: validation after construction, `replace`, `key`."""
+
+    def __post_init__(self) -> None:
+        _check_types(self)
+        self.validate()
+
+    def validate(self) -> None:  # overridden where there is more to check
+        pass
+
+    def replace(self, **changes: Any):
+        return dataclasses.replace(self, **changes)
+
+    def key(self) -> dict[str, Any]:
+        """What results depend on (cache keys and provenance)."""
+        return asdict(self)
+
+
+# --- chapter 01 --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DepthScalingSettings(_Settings):
+    """P1's decomposed law on the Chinchilla runs (chapter 01)."""
+
+    adam_steps: int = 50_000
+    bootstrap: int = 4000
+    cuts: tuple[int, ...] = (1, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100)
+    adam_path: tuple[int, ...] = (1_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000)
+    profile_grid: tuple[float, float, int] = (0.8, 2.4, 33)  # α_ℓ from, to, points
+    held_out_splits: int = 10
+
+    @classmethod
+    def from_profile(cls, profile) -> "DepthScalingSettings":
+        return profile.depth_scaling
+
+    def validate(self) -> None:
+        _check(self.adam_steps > 0 and self.bootstrap > 1 and self.held_out_splits > 1,
+               f"adam_steps, bootstrap and held_out_splits must be positive: {self}")
+        _positive_ints(self.cuts, "cuts")
+        _positive_ints(self.adam_path, "adam_path")
+        lo, hi, n = self.profile_grid
+        _check(0 < lo < hi and isinstance(n, int) and n >= 3, f"bad profile_grid {self.profile_grid}")
+
+    def shrunk(self) -> "DepthScalingSettings":
+        return self.replace(adam_steps=200, bootstrap=10, cuts=(20, 40), adam_path=(50, 200),
+                            profile_grid=(0.8, 2.4, 5), held_out_splits=2)
+
+
+# --- the depth family (chapters 01-03) ------------------------------------------------------------
+@dataclass(frozen=True)
+class FamilySettings(_Settings):
+    """GPT-NeoX-style byte-level LMs of one width and several depths, trained here."""
+
+    depths: tuple[int, ...] = (2, 4, 8, 16, 32)
+    width: int = 64
+    heads: int = 4
+    seq_len: int = 128
+    batch_size: int = 16
+    steps: int = 600
+    lr: float = 3e-3
+    warmup: int = 30
+    weight_decay: float = 0.1
+    eval_every: int = 100
+    eval_blocks: int = 32
+    checkpoint_every: int = 100
+    corpus: str = "wikipedia"
+    seed: int = 0
+
+    @classmethod
+    def from_profile(cls, profile) -> "FamilySettings":
+        return profile.family
+
+    @property
+    def tokens_per_model(self) -> int:
+        return self.steps * self.batch_size * self.seq_len
+
+    def validate(self) -> None:
+        _positive_ints(self.depths, "family depths")
+        _check(self.width % self.heads == 0, f"width {self.width} not divisible by {self.heads} heads")
+        _check(min(self.seq_len, self.batch_size, self.steps, self.eval_every, self.eval_blocks,
+                   self.checkpoint_every) > 0, f"family sizes must be positive: {self}")
+        _check(0 <= self.warmup < self.steps, f"warmup {self.warmup} must be below steps {self.steps}")
+        _check(self.lr > 0, f"lr must be positive, got {self.lr}")
+
+    def key(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if k != "depths"}
+
+    def shrunk(self) -> "FamilySettings":
+        return self.replace(depths=tuple(sorted(self.depths)[:3]), width=32, heads=2, seq_len=32,
+                            batch_size=2, steps=8, warmup=2, eval_every=4, eval_blocks=2,
+                            checkpoint_every=4)
+
+
+# --- chapters 02-03 --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class GeometrySettings(_Settings):
+    """Hidden-state geometry of every model of a profile. Text is either `tokens` tokens of the
+    profile's corpus in `seq_len` windows, or P1's `documents` FineWeb documents."""
+
+    seq_len: int
+    batch_size: int
+    profiles: int  # token profiles kept for chapter 03's PCA
+    family_tokens: int  # test tokens per depth-family member
+    tokens: int | None = None
+    documents: int | None = None
+    dtype: str | None = None  # None: float32
+    device_map: str | None = None  # "auto": accelerate places the model (layer by layer)
+    primary: str | None = None  # the model standing in for Pythia-410m (None: the first)
+    models: tuple[str, ...] | None = None  # None: the profile's models
+
+    @classmethod
+    def from_profile(cls, profile) -> "GeometrySettings":
+        return profile.geometry
+
+    def validate(self) -> None:
+        _check((self.tokens is None) != (self.documents is None),
+               "geometry needs exactly one of tokens and documents")
+        _check(min(self.seq_len, self.batch_size, self.profiles, self.family_tokens) > 0,
+               f"geometry sizes must be positive: {self}")
+        _check(self.dtype in (None, "float32", "bfloat16", "float16"), f"bad dtype {self.dtype!r}")
+        _check(self.device_map in (None, "auto"), f"bad device_map {self.device_map!r}")
+        if self.primary is not None and self.models is not None:
+            _check(self.primary in self.models, f"primary {self.primary!r} not among the models")
+
+    @property
+    def torch_dtype(self) -> str:
+        return self.dtype or "float32"
+
+    def key(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+    def shrunk(self) -> "GeometrySettings":
+        return self.replace(seq_len=32, batch_size=2, profiles=64, family_tokens=64,
+                            tokens=None if self.tokens is None else 128,
+                            documents=None if self.documents is None else 4)
+
+
+# --- chapter 04 --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ToyConfig(_Settings):
+    """One toy sweep: a teacher type, an objective, a temperature, and student depths."""
+
+    teacher: str = "independent"  # or "tied"
+    objective: str = "kl"  # "kl" (through a head, at temperature T) or "mse" (final states)
+    temperature: float = 1.0
+    head: str = "fixed"  # "fixed": one shared random head W (exp-9-3); "learned": exp-9/9-1
+    teacher_depth: int = 64
+    student_depths: tuple[int, ...] = (2, 4, 8, 16)
+    batch_size: int = 256
+    steps: int = 4000
+    base_lr: float = 6e-4
+    schedule: str = "decay"  # "constant" (exp-9/9-1) or "decay" (80 % constant, then to 0.1x)
+    eval_every: int = 500
+    eval_batches: int = 10
+    seed: int = 0
+
+    def validate(self) -> None:
+        _check(self.teacher in ("independent", "tied"), f"bad teacher {self.teacher!r}")
+        _check(self.objective in ("kl", "mse"), f"bad objective {self.objective!r}")
+        _check(self.head in ("fixed", "learned"), f"bad head {self.head!r}")
+        _check(self.schedule in ("decay", "constant"), f"bad schedule {self.schedule!r}")
+        _check(self.temperature > 0 and self.base_lr > 0, "temperature and lr must be positive")
+        _positive_ints(self.student_depths, "student_depths")
+        _check(min(self.teacher_depth, self.batch_size, self.steps, self.eval_every,
+                   self.eval_batches) > 0, f"toy sizes must be positive: {self}")
+
+    def lr(self, depth: int) -> float:
+        """P1's per-depth learning rates: constant 6e-4 for exp-9/9-1; 6e-4·4/√ℓ (KL, fixed
+        head) or 6e-4·2/√ℓ (MSE) with the decaying schedule."""
+        if self.schedule == "constant":
+            return self.base_lr
+        scale = 2.0 if self.objective == "mse" else 4.0
+        return self.base_lr * scale / math.sqrt(depth)
+
+    def factor(self, step: int) -> float:
+        if self.schedule == "constant" or step < 0.8 * self.steps:
+            return 1.0
+        t = (step - 0.8 * self.steps) / (0.2 * self.steps)
+        return 1.0 - 0.9 * min(1.0, t)
+
+
+_TOY_FIELDS = {f.name for f in fields(ToyConfig)}
+
+
+@dataclass(frozen=True)
+class ToySettings(_Settings):
+    """Chapter 04: the shared sizes and the named sweeps (each overrides some `ToyConfig`
+    fields). `steps` is the default a sweep without its own `steps` trains for."""
+
+    teacher_depth: int
+    student_depths: tuple[int, ...]
+    batch_size: int
+    steps: int
+    eval_every: int
+    signature_steps: int  # the MSE runs whose trained students give the angle signatures
+    sweeps: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    eval_batches: int = 10
+
+    @classmethod
+    def from_profile(cls, profile) -> "ToySettings":
+        return profile.toy
+
+    def validate(self) -> None:
+        _check(len(self.sweeps) > 0, "the toy needs at least one sweep")
+        for name, over in self.sweeps.items():
+            unknown = set(over) - _TOY_FIELDS
+            _check(not unknown, f"sweep {name!r} sets unknown fields {sorted(unknown)}")
+        self.sweep_configs()  # builds (and so validates) every sweep
+
+    def base(self) -> dict[str, Any]:
+        return {"teacher_depth": self.teacher_depth, "student_depths": self.student_depths,
+                "batch_size": self.batch_size, "steps": self.steps,
+                "eval_every": self.eval_every, "eval_batches": self.eval_batches}
+
+    def sweep_configs(self) -> dict[str, ToyConfig]:
+        return {name: ToyConfig(**{**self.base(), **over}) for name, over in self.sweeps.items()}
+
+    def signature_config(self, teacher: str) -> ToyConfig:
+        return ToyConfig(**{**self.base(), "objective": "mse", "teacher": teacher,
+                            "steps": self.signature_steps})
+
+    def step_range(self) -> tuple[int, int]:
+        """Fewest and most steps of any sweep (the gpu sweeps set their own)."""
+        steps = [c.steps for c in self.sweep_configs().values()]
+        return min(steps), max(steps)
+
+    def key(self) -> dict[str, Any]:
+        return {**asdict(self), "sweeps": {k: dict(v) for k, v in self.sweeps.items()}}
+
+    def shrunk(self) -> "ToySettings":
+        """Fewer sweeps (one per teacher, objective and extreme temperature), shallow nets, a
+        handful of steps; the sweeps keep their names, heads and schedules."""
+        configs = self.sweep_configs()
+        chosen: dict[tuple, str] = {}
+        temps = [c.temperature for c in configs.values() if c.objective == "kl"]
+        for name, c in configs.items():
+            extreme = c.objective == "mse" or c.temperature in (min(temps), max(temps))
+            group = (c.teacher, c.objective, c.temperature if c.objective == "kl" else None)
+            if extreme and group not in chosen:
+                chosen[group] = name
+        sweeps = {n: {**self.sweeps[n], **({"steps": 12} if "steps" in self.sweeps[n] else {})}
+                  for n in chosen.values()}
+        return self.replace(teacher_depth=8, student_depths=tuple(self.student_depths[:3]),
+                            batch_size=16, steps=12, eval_every=6, eval_batches=2,
+                            signature_steps=12, sweeps=sweeps)
+
+
+# --- chapters 05-09 --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RecoveryConfig(_Settings):
+    """Chapter 09: noise on one layer, then fine-tuning until the damage is repaired."""
+
+    layers: tuple[int, ...] = (1, 2, 8, 9, 10, 11, 14, 17, 20, 25)
+    sigma: float = 0.5
+    steps: int = 200
+    eval_every: int = 10
+    lr: float = 1e-4
+    batch_size: int = 8
+    seq_len: int = 128
+    taus: tuple[float, ...] = (0.05, 0.10)
+    trainable: str = "layer"  # "layer": only the damaged layer; "model": every parameter
+    eval_set: str = "E0"
+    equal_damage: float = 2.0  # damaged PPL / base PPL that the calibrated σ aims for
+    seed: int = 0
+
+    def validate(self) -> None:
+        _check(len(self.layers) > 0 and all(isinstance(l, int) and l >= 0 for l in self.layers),
+               f"recovery layers must be non-negative ints: {self.layers}")
+        _check(self.sigma > 0 and self.lr > 0 and self.equal_damage > 1,
+               "sigma, lr must be positive and equal_damage above 1")
+        _check(min(self.steps, self.eval_every, self.batch_size, self.seq_len) > 0,
+               f"recovery sizes must be positive: {self}")
+        _check(self.trainable in ("layer", "model"), f"bad trainable {self.trainable!r}")
+        _check(self.eval_set in ("E0", "E1"), f"bad eval_set {self.eval_set!r}")
+
+    def key(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+MAP_METHODS = ("neighbour_average", "neighbour_average_linear", "skip", "mean_of_others",
+               "neighbour_average_attention", "neighbour_average_mlp")
+
+
+@dataclass(frozen=True)
+class AnatomySettings(_Settings):
+    """P2's chapters on one model: E0 (our sentences) and E1 (held-out text)."""
+
+    model: str
+    n_layers: int
+    e1_source: str
+    e1_tokens: int
+    e1_max_len: int
+    batch_tokens: int
+    bootstrap: int
+    map_methods: Mapping[str, tuple[str, ...]]  # evaluation set -> importance-map methods
+    alphas: tuple[float, ...]  # ×α scaling sweep
+    generate_tokens: int
+    single_sets: tuple[str, ...]  # sets on which each strategy is tried on each layer alone
+    init_std: float  # the model's initializer_range: the i.i.d. control's scale
+    recovery: RecoveryConfig
+    control_elements: int = 200_000  # elements of the synthetic delta-correlation stacks
+    tiny_layers: int = 6  # layers of a tiny-* model
+    dtype: str | None = None  # None: float32
+
+    @classmethod
+    def from_profile(cls, profile) -> "AnatomySettings":
+        return profile.anatomy
+
+    def validate(self) -> None:
+        _check(set(self.map_methods) <= {"E0", "E1"} and self.map_methods,
+               f"map_methods must be keyed by E0/E1: {list(self.map_methods)}")
+        for s, methods in self.map_methods.items():
+            bad = set(methods) - set(MAP_METHODS)
+            _check(not bad, f"unknown map methods for {s}: {sorted(bad)}")
+        _check(set(self.single_sets) <= {"E0", "E1"}, f"bad single_sets {self.single_sets}")
+        _check(all(l < self.n_layers for l in self.recovery.layers),
+               f"recovery layers {self.recovery.layers} beyond {self.n_layers} layers")
+        _check(min(self.n_layers, self.e1_tokens, self.e1_max_len, self.batch_tokens,
+                   self.bootstrap, self.generate_tokens, self.control_elements) > 0,
+               f"anatomy sizes must be positive: {self}")
+        _check(all(a > 0 for a in self.alphas), f"alphas must be positive: {self.alphas}")
+        _check(self.init_std > 0, "init_std must be positive")
+        _check(self.dtype in (None, "float32", "bfloat16"), f"bad dtype {self.dtype!r}")
+
+    @property
+    def torch_dtype(self) -> str:
+        return self.dtype or "float32"
+
+    def shrunk(self) -> "AnatomySettings":
+        """Same model name (served by a tiny stand-in in the dry run), a few layers' worth."""
+        n = 6
+        return self.replace(n_layers=n, e1_tokens=200, e1_max_len=64, batch_tokens=512,
+                            bootstrap=10, generate_tokens=4, control_elements=2000,
+                            alphas=tuple(self.alphas[:2]), tiny_layers=n,
+                            recovery=self.recovery.replace(
+                                layers=tuple(sorted({min(l, n - 1) for l in self.recovery.layers})[:3]),
+                                steps=2, eval_every=1, batch_size=2, seq_len=16))
+
+
+# --- chapter 10 --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class GrowthConfig(_Settings):
+    """One growth-training run (an arm's model, data and budget)."""
+
+    layers: int = 12
+    width: int = 128
+    heads: int = 4
+    ffn: int = 512
+    seq_len: int = 64
+    batch_size: int = 8
+    uniform_steps: int = 656  # the paper's uniform run
+    budget: float = 0.5  # GTT, G_stack, random and the short uniform arm get this share of layer-steps
+    lr: float = 1e-3
+    warmup: int = 20
+    weight_decay: float = 0.1
+    eval_every: int = 41
+    eval_blocks: int = 16
+    checkpoint_every: int = 50
+    tokenizer: str = "smollm2"  # "smollm2" (49,152 tokens: 9.44 M parameters) or "byte"
+    regime: str = "natural"  # "natural" (Wikipedia train → validation) or "memorise"
+    memorise_tokens: int = 4096  # size of the small set of the memorisation regime
+    clone_noise: float = 0.01  # × per-tensor std, GTT's growth phase
+    anti_scale: float = 0.9
+    seed: int = 0
+
+    def validate(self) -> None:
+        _check(self.tokenizer in ("smollm2", "byte"), f"bad tokenizer {self.tokenizer!r}")
+        _check(self.regime in ("natural", "memorise"), f"bad regime {self.regime!r}")
+        _check(self.width % self.heads == 0, f"width {self.width} not divisible by {self.heads}")
+        _check(0 < self.budget <= 1, f"budget must be in (0, 1], got {self.budget}")
+        _check(self.layers >= 2 and min(self.seq_len, self.batch_size, self.uniform_steps,
+                                         self.eval_every, self.checkpoint_every) > 0,
+               f"growth sizes must be positive: {self}")
+
+
+@dataclass(frozen=True)
+class GrowthSettings(_Settings):
+    """Chapter 10: one base config, run for every regime × seed × arm."""
+
+    config: GrowthConfig
+    regimes: tuple[str, ...]
+    seeds: tuple[int, ...]
+
+    @classmethod
+    def from_profile(cls, profile) -> "GrowthSettings":
+        return profile.growth
+
+    def validate(self) -> None:
+        _check(set(self.regimes) <= {"natural", "memorise"} and self.regimes,
+               f"bad regimes {self.regimes}")
+        _check(len(self.seeds) > 0, "growth needs at least one seed")
+
+    def run_config(self, regime: str, seed: int) -> GrowthConfig:
+        return self.config.replace(regime=regime, seed=seed)
+
+    def key(self) -> dict[str, Any]:
+        base = asdict(self.config)
+        base.pop("regime")
+        base.pop("seed")
+        return {"config": base}
+
+    def describe(self) -> str:
+        cfg = ", ".join(f"{k}={v}" for k, v in self.key()["config"].items())
+        return f"{cfg}; regimes {list(self.regimes)}; seeds {list(self.seeds)}"
+
+    def shrunk(self) -> "GrowthSettings":
+        return self.replace(config=self.config.replace(
+            width=16, heads=2, ffn=32, seq_len=16, batch_size=2, uniform_steps=24, warmup=2,
+            eval_every=6, eval_blocks=2, checkpoint_every=6, memorise_tokens=512),
+            seeds=self.seeds[:1])
+
+
+EXPERIMENT_SETTINGS = (DepthScalingSettings, FamilySettings, GeometrySettings, ToySettings,
+                       AnatomySettings, GrowthSettings)
