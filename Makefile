@@ -2,6 +2,8 @@
 #   make book                     build the site into _build/html (strict: warnings are errors)
 #   make test                     the full test suite (what CI runs)
 #   make execute PROFILE=cpu      re-run chapters and write their outputs (NB=00 for one chapter)
+#   make check-outputs            committed pages == a fresh cache-only run of every chapter
+#   make gpu-dry                  every chapter with the gpu settings, shrunk, on CPU
 #   make bench                    benchmarks, written to benchmarks/out/
 
 PYTHON  ?= python3
@@ -12,7 +14,7 @@ PROFILE ?= cpu
 NB      ?=
 BROWSER_ASSETS := tests/browser/node_modules/.package-lock.json
 
-.PHONY: install book test test-fast execute sync bench lock clean
+.PHONY: install book test test-fast lint execute check-outputs gpu-dry sync bench lock clean
 
 install: $(STAMP)
 
@@ -30,23 +32,40 @@ $(STAMP): requirements/lock.txt pyproject.toml
 $(BROWSER_ASSETS): tests/browser/package.json tests/browser/package-lock.json
 	npm ci --prefix tests/browser --no-audit --no-fund --loglevel=error
 
-book: install
+# The site serves its own chart, widget and maths scripts, copied from the npm packages.
+book: install $(BROWSER_ASSETS)
 	$(BIN)/jupyter-book build -W -n --keep-going book/
+
+lint: install
+	$(BIN)/ruff check src tests notebooks/[0-9][0-9]_*.py benchmarks tools book/_ext
 
 # One torch thread: two threads on two busy cores thrash. The notebook kernels of nbmake
 # inherit the environment, so they run the smoke profile.
-test: install $(BROWSER_ASSETS)
+# It includes the freshness comparison (tests/test_freshness.py) and the gpu dry run
+# (tests/test_gpu_dry.py).
+test: install $(BROWSER_ASSETS) lint
 	OMP_NUM_THREADS=1 LAYERLAB_THREADS=1 LAYERLAB_PROFILE=smoke HF_HUB_OFFLINE=1 \
 	  HF_DATASETS_OFFLINE=1 $(BIN)/python -m pytest tests notebooks --nbmake --nbmake-timeout=600
 
 test-fast: install
-	OMP_NUM_THREADS=1 $(BIN)/python -m pytest tests -m "not book and not offline_model"
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest tests \
+	  -m "not book and not offline_model and not freshness and not gpu_dry"
 
+# Refuses to write a committed profile's results from a dirty tree (FORCE=1 overrides).
 execute: install
-	$(BIN)/layerlab execute --profile $(PROFILE) $(NB)
+	$(BIN)/layerlab execute --profile $(PROFILE) $(if $(FORCE),--force) $(NB)
 
-# Refresh .ipynb inputs from the edited .py twins without executing (outputs kept).
+check-outputs: install
+	OMP_NUM_THREADS=1 LAYERLAB_THREADS=1 HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 \
+	  $(BIN)/python -m layerlab.outputs --profile cpu $(NB)
+
+gpu-dry: install
+	OMP_NUM_THREADS=1 LAYERLAB_THREADS=1 $(BIN)/python -m layerlab.dryrun $(NB)
+
+# Write the Colab setup cell (layerlab/colab.py) into every chapter, then refresh the .ipynb
+# inputs from the edited .py twins without executing (outputs kept).
 sync: install
+	$(BIN)/python -m layerlab.colab
 	$(BIN)/jupytext --update --to ipynb notebooks/[0-9][0-9]_*.py
 
 bench: install

@@ -80,7 +80,7 @@ def bench_forward(repeats: int) -> dict:
     lm.model(input_ids=blocks[:1], use_cache=False)  # warm-up
     out = {}
     for label, kwargs in {"plain": {}, "with_hidden_states": {"output_hidden_states": True}}.items():
-        times = _timed(lambda: lm.model(input_ids=blocks, use_cache=False, **kwargs), repeats)
+        times = _timed(lambda: lm.model(input_ids=blocks, use_cache=False, **kwargs), repeats)  # noqa: B023
         out[label] = {"seconds_per_batch": statistics.median(times), "tokens": blocks.numel(),
                       "tokens_per_s": blocks.numel() / statistics.median(times)}
     out["hidden_states_overhead_ratio"] = (out["with_hidden_states"]["seconds_per_batch"]
@@ -117,7 +117,7 @@ def bench_scaling(n_resamples: int = 1000, n_looped: int = 100) -> dict:
     sp = []
     for wi in w:
         sw = np.sqrt(wi)
-        sp.append(least_squares(lambda th: sw * (d.y - np.log(scaling.predict(th, d.X)[0])), theta0,
+        sp.append(least_squares(lambda th: sw * (d.y - np.log(scaling.predict(th, d.X)[0])), theta0,  # noqa: B023
                                 method="lm").x)
     t_scipy = (time.perf_counter() - start) / n_looped
     agree = float(np.abs(np.array(sp)[:, 4] - boot["alpha_l"].to_numpy()[:n_looped]).max())
@@ -216,7 +216,7 @@ def bench_weights() -> dict:
     from layerlab.anatomy.lab import Lab
 
     lab = Lab(profiles.get("cpu"), progress=False)
-    lab.lm  # load outside the timings
+    lab.lm  # noqa: B018 - load outside the timings
     t_delta = _timed(lambda: deltas.measure(lab), 1)[0]
     t_ridge = _timed(lambda: predictability.measure_ridge(lab), 1)[0]
     t_desc = _timed(lambda: predictability.measure_descriptors(lab), 1)[0]

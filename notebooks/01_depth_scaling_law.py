@@ -31,8 +31,9 @@
 # we get their numbers; solve the same objective to convergence; and ask how well the data
 # actually pin α_ℓ down.
 
-# %%
-# Setup on Colab: clone the repository (code, vendored data, cached results) and install layerlab.
+# %% tags=["remove-cell"]
+# Colab setup (hidden on the site; written by `make sync` from layerlab/colab.py): clone the
+# repository (code, vendored data, committed results) and install what this chapter needs.
 import sys
 
 if "google.colab" in sys.modules:
@@ -43,7 +44,8 @@ if "google.colab" in sys.modules:
     if not os.path.isdir(repo):
         subprocess.run(["git", "clone", "--depth", "1", "https://github.com/layerlab/layerlab", repo],
                        check=True)
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", repo], check=True)
+    pip = [sys.executable, "-m", "pip", "install", "-q"]
+    subprocess.run([*pip, "-e", repo], check=True)
     sys.path.insert(0, f"{repo}/src")
     os.chdir(f"{repo}/notebooks")
 

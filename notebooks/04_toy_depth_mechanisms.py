@@ -37,8 +37,9 @@
 # blocks, batch 256, 12k steps, 3 temperatures; the `gpu` profile runs the paper's grid.
 # All student depths of a sweep train together on the same batches with one teacher pass.
 
-# %%
-# Setup on Colab: clone the repository (code, vendored data, cached results) and install layerlab.
+# %% tags=["remove-cell"]
+# Colab setup (hidden on the site; written by `make sync` from layerlab/colab.py): clone the
+# repository (code, vendored data, committed results) and install what this chapter needs.
 import sys
 
 if "google.colab" in sys.modules:
@@ -49,7 +50,8 @@ if "google.colab" in sys.modules:
     if not os.path.isdir(repo):
         subprocess.run(["git", "clone", "--depth", "1", "https://github.com/layerlab/layerlab", repo],
                        check=True)
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", repo], check=True)
+    pip = [sys.executable, "-m", "pip", "install", "-q"]
+    subprocess.run([*pip, "-e", repo], check=True)
     sys.path.insert(0, f"{repo}/src")
     os.chdir(f"{repo}/notebooks")
 

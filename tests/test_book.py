@@ -1,8 +1,9 @@
-"""The book builds strictly, and every page of the built site works in a real browser.
+"""The book builds strictly, and every page of the built site works in a real browser with
+no network: the site serves its own chart, widget and maths scripts (book/_ext/offline_assets.py).
 
-The browser test serves the site from disk under a fake origin and the CDN scripts (Vega,
-the widget manager, require.js) from the npm copies in tests/browser/node_modules, since CI has
-no CDN. Everything else a page asks for is refused and, unless allow-listed, fails the test.
+The browser test records every request. A request for a file the site does not have, or for
+anything outside the site, fails the test: no substitution, no allow-list. A chart that draws
+no marks, or a Vega warning in the console, fails it too.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -24,20 +26,6 @@ ROOT = Path(__file__).resolve().parents[1]
 NODE = ROOT / "tests" / "browser" / "node_modules"
 ORIGIN = "http://layerlab.test/"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-
-# CDN URL pattern -> local file under tests/browser/node_modules
-CDN = [
-    (re.compile(r"cdn\.jsdelivr\.net/npm/vega@6"), "vega/build/vega.min.js"),
-    (re.compile(r"cdn\.jsdelivr\.net/npm/vega-lite@6[^/]*(\?|$)"), "vega-lite/build/vega-lite.min.js"),
-    (re.compile(r"cdn\.jsdelivr\.net/npm/vega-embed@7"), "vega-embed/build/vega-embed.min.js"),
-    # the manager's own chunks and fonts, also when resolved against the page's origin
-    (re.compile(r"/@jupyter-widgets/(?:html-manager(?:@1\.0\.6)?/dist/)?([^/?#]+)(?:$|[?#])"),
-     "@jupyter-widgets/html-manager/dist/{0}"),
-    (re.compile(r"cdnjs\.cloudflare\.com/ajax/libs/require\.js/.*/require\.min\.js"),
-     "requirejs/require.js"),
-]
-# Requests that may fail offline without harming the page (maths typesetting, thebe, fonts).
-ALLOWED_MISSES = ("mathjax", "thebe", "fonts.googleapis", "vega.github.io/schema")
 ALLOWED_PAGE_ERRORS = ("THEBE_JS_URL",)  # sphinx-thebe declares it twice in JB1; harmless
 
 
@@ -113,29 +101,42 @@ def browser():
 
 
 def _route(site: Path, refused: list[str]):
+    """Serve the built site under ORIGIN; record and abort everything else."""
     def handler(route):
         url = route.request.url
-        for pattern, local in CDN:
-            match = pattern.search(url)
-            if match:
-                file = NODE / local.format(*match.groups())
-                if file.is_file():
-                    return route.fulfill(status=200, body=file.read_bytes(),
-                                         content_type=_mime(file))
         if url.startswith(ORIGIN):
             path = site / url[len(ORIGIN):].split("?")[0].split("#")[0]
-            if not path.is_file():
-                refused.append(url)
-                return route.fulfill(status=404, body="")
-            body = path.read_bytes()
-            if path.suffix == ".html":  # local require.js differs from the cdnjs build's SRI hash
-                body = re.sub(rb'\sintegrity="[^"]*"', b"", body)
-            return route.fulfill(status=200, body=body, content_type=_mime(path))
-        if not any(a in url for a in ALLOWED_MISSES):
-            refused.append(url)
+            if path.is_file():
+                return route.fulfill(status=200, body=path.read_bytes(), content_type=_mime(path))
+        refused.append(url)
         return route.abort()
 
     return handler
+
+
+class _Links(HTMLParser):
+    """Every address a page makes the browser load by itself (scripts, images, frames, styles,
+    preloads, icons)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag in ("script", "img", "iframe") and a.get("src"):
+            self.found.append(a["src"])
+        rel = set((a.get("rel") or "").split())
+        if tag == "link" and rel & {"stylesheet", "preload", "icon"} and a.get("href"):
+            self.found.append(a["href"])
+
+
+def test_pages_load_nothing_from_another_host(built_site):
+    for page in built_site.rglob("*.html"):
+        parser = _Links()
+        parser.feed(page.read_text())
+        external = [u for u in parser.found if re.match(r"^([a-z][a-z0-9+.-]*:|//)", u)]
+        assert not external, f"{page.relative_to(built_site)} loads {external}"
 
 
 def _mime(path: Path) -> str:
@@ -144,25 +145,50 @@ def _mime(path: Path) -> str:
             ".woff2": "font/woff2", ".woff": "font/woff", ".ttf": "font/ttf"}.get(path.suffix, "application/octet-stream")
 
 
+def _widget_bars(notebook: Path) -> int:
+    nb = json.loads(notebook.read_text())
+    state = nb.get("metadata", {}).get("widgets", {}).get(
+        "application/vnd.jupyter.widget-state+json", {}).get("state", {})
+    return sum(w.get("model_name") == "FloatProgressModel" for w in state.values())
+
+
 @pytest.mark.parametrize("doc", _toc_docnames())
 def test_page_renders_in_headless_chromium(built_site, browser, doc):
     refused: list[str] = []
     errors: list[str] = []
+    warnings: list[str] = []
     page = browser.new_page()
     page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("console", lambda msg: warnings.append(msg.text) if msg.type in ("warning", "error")
+            else None)
     page.route("**/*", _route(built_site, refused))
     page.goto(f"{ORIGIN}{doc}.html", wait_until="load")
     notebook = ROOT / f"{doc}.ipynb"
     charts = _altair_outputs(notebook) if notebook.is_file() else 0
+    bars = _widget_bars(notebook) if notebook.is_file() else 0
+    maths = "math notranslate" in (built_site / f"{doc}.html").read_text()
+    # the lazy loads (Altair's injected scripts, MathJax, widget fonts) happen while rendering
     if charts:
-        page.wait_for_function(f"document.querySelectorAll('.vega-embed svg.marks, .vega-embed canvas.marks').length >= {charts}",
-                               timeout=30_000)
+        page.wait_for_function("document.querySelectorAll('.vega-embed svg.marks, "
+                               f".vega-embed canvas.marks').length >= {charts}", timeout=30_000)
+    if bars:
+        page.wait_for_selector(".widget-hprogress", timeout=30_000)
+    if maths:
+        page.wait_for_selector("mjx-container", timeout=30_000)
     page.wait_for_timeout(500)
     body = page.inner_text("body")
     assert "Error loading script" not in body
     assert "Traceback" not in body
     rendered = page.locator(".vega-embed svg.marks, .vega-embed canvas.marks").count()
     assert rendered == charts, f"{doc}: {rendered} charts rendered, {charts} expected"
+    # every chart draws something: an empty default selection gives a chart with no marks
+    empty = page.evaluate("""() => [...document.querySelectorAll('.vega-embed svg.marks')]
+        .filter(svg => svg.querySelectorAll('path, rect, circle, line, symbol, text').length
+                       - svg.querySelectorAll('.role-axis text, .role-legend text, .role-title text').length === 0)
+        .length""")
+    assert empty == 0, f"{doc}: {empty} charts drew no marks"
     assert not [e for e in errors if not any(a in e for a in ALLOWED_PAGE_ERRORS)], errors
-    assert not refused, f"{doc} asked for resources that are not served: {refused}"
+    vega = [w for w in warnings if "WARN" in w or "Infinite extent" in w or "vega" in w.lower()]
+    assert not vega, f"{doc}: Vega warnings {vega}"
+    assert not refused, f"{doc} asked for resources outside the site: {refused}"
     page.close()

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from layerlab import corpus, evaluate, survey, profiles, results
+from layerlab import corpus, evaluate, profiles, results, survey
 
 
 def test_random_model_perplexity_is_near_uniform(tiny_models):

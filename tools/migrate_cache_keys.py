@@ -14,7 +14,6 @@ import dataclasses
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 from layerlab import paths, results
 from layerlab.settings import GrowthConfig

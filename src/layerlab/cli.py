@@ -12,7 +12,8 @@ from pathlib import Path
 from . import paths
 
 
-def execute_notebook(py_path: Path, profile: str, timeout: int | None = None) -> Path:
+def execute_notebook(py_path: Path, profile: str, timeout: int | None = None, *,
+                     cwd: Path | None = None, out: Path | None = None) -> Path:
     """Run the paired notebook of `py_path` in a fresh kernel; write the executed .ipynb.
 
     The .py twin is the source: its cells replace the .ipynb's, so the pair is in sync by
@@ -28,13 +29,13 @@ def execute_notebook(py_path: Path, profile: str, timeout: int | None = None) ->
     os.environ["LAYERLAB_PROFILE"] = profile  # the kernel inherits the environment
     try:
         NotebookClient(nb, timeout=timeout, kernel_name="python3", store_widget_state=True,
-                       resources={"metadata": {"path": str(py_path.parent)}}).execute()
+                       resources={"metadata": {"path": str(cwd or py_path.parent)}}).execute()
     finally:
         if env_before is None:
             os.environ.pop("LAYERLAB_PROFILE", None)
         else:
             os.environ["LAYERLAB_PROFILE"] = env_before
-    out = py_path.with_suffix(".ipynb")
+    out = out or py_path.with_suffix(".ipynb")
     nbformat.write(nb, out)
     return out
 
@@ -52,6 +53,32 @@ def _notebooks(names: list[str]) -> list[Path]:
 
 
 COMMITTED_PROFILES = ("cpu", "gpu")
+
+
+def cache_status(profile: str, *, show: bool = False) -> int:
+    """Records of a profile by experiment and commit, with the dirty and stale ones counted;
+    exit status 1 when any record is dirty or stale."""
+    from collections import Counter
+
+    from . import results
+
+    rows = results.status(profile)
+    if not rows:
+        print(f"results/{profile}: no records")
+        return 0
+    print(f"results/{profile}: {len(rows)} records, {sum(r['dirty'] for r in rows)} dirty, "
+          f"{sum(r['stale'] for r in rows)} stale\n")
+    print(f"{'experiment':<28}{'records':>8}{'dirty':>7}{'stale':>7}  commits")
+    for exp in sorted({r["experiment"] for r in rows}):
+        mine = [r for r in rows if r["experiment"] == exp]
+        commits = ", ".join(f"{c} ×{n}" for c, n in Counter(r["commit"] for r in mine).most_common())
+        print(f"{exp:<28}{len(mine):>8}{sum(r['dirty'] for r in mine):>7}"
+              f"{sum(r['stale'] for r in mine):>7}  {commits}")
+    bad = [r for r in rows if r["dirty"] or r["stale"]]
+    if show:
+        for r in bad:
+            print(f"  {'dirty' if r['dirty'] else '':5} {'stale' if r['stale'] else '':5} {r['file']}")
+    return 1 if bad else 0
 
 
 def refuse_dirty_results(profile: str, *, force: bool = False) -> None:
@@ -80,6 +107,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="write into a committed profile's results from a tree with "
                          "uncommitted source changes (the records will say +dirty)")
     sub.add_parser("models", help="list the model zoo's names")
+    cache = sub.add_parser("cache", help="inspect the results cache")
+    cache.add_argument("action", choices=["status"])
+    cache.add_argument("--profile", default="cpu")
+    cache.add_argument("--list", action="store_true", help="list every dirty or stale record")
     fetch = sub.add_parser("fetch", help="convert the offline GGUF models into the cache")
     fetch.add_argument("names", nargs="*", default=["smollm2-135m-instruct-q4"])
     args = parser.parse_args(argv)
@@ -99,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
 
         print("\n".join(models.known_names()))
         print("plus any local folder from save_pretrained or hub id 'org/name'")
+    elif args.command == "cache":
+        return cache_status(args.profile, show=args.list)
     elif args.command == "fetch":
         from . import models
 

@@ -36,9 +36,9 @@ def _fmt(x: float, digits: int = 1) -> str:
 
 
 def _p2_sections(profile: profiles.Profile) -> list[str]:
+    from . import growth
     from .anatomy import deltas, importance, predictability, recovery
     from .anatomy.lab import Lab
-    from . import growth
 
     lab = Lab(profile, progress=False)
     out = []

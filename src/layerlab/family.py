@@ -12,9 +12,7 @@ is retrained.
 
 from __future__ import annotations
 
-import dataclasses
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +21,6 @@ import torch.nn.functional as F
 
 from . import corpus, models, paths, results, training
 from .settings import FamilySettings
-
 
 # the typed settings live with every other experiment's (layerlab.settings)
 FamilyConfig = FamilySettings

@@ -253,7 +253,6 @@ def assess(summary: pd.DataFrame, slope: dict[str, float], dh_slope: dict[str, f
                     r["last_theta"] > 1.5 * r["middle_theta"]) for m, r in deep.iterrows()}
     dh_big = {m: bool(v >= 1.0) for m, v in summary.loc[summary["layers"] >= 4,
                                                          "middle_theta_dh"].items()}
-    fam = summary[summary["family"] & (summary["layers"] >= 4)]
     return [
         Claim("P1-A1-edges-rotate", "P1", chapter,
               "Only the first and last blocks rotate the hidden state strongly; the middle blocks "

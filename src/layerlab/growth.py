@@ -20,7 +20,7 @@ import dataclasses
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -28,6 +28,9 @@ import torch.nn.functional as F
 
 from . import corpus, models, paper, paths, results, training
 from .settings import GrowthConfig, GrowthSettings
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 # -- the model -------------------------------------------------------------------------------------
@@ -240,7 +243,7 @@ def stack_model(small, big, times: int) -> None:
 @torch.no_grad()
 def scale_layers(model, layers: tuple[int, ...], alpha: float) -> None:
     for l in layers:
-        for name, p in model.model.layers[l].named_parameters():
+        for p in model.model.layers[l].parameters():
             if p.ndim == 2:
                 p.mul_(alpha)
 
@@ -272,7 +275,7 @@ def folder(cfg: GrowthConfig) -> Path:
 
 def _segment_at(prog: Program, step: int) -> tuple[int, Segment]:
     start = 0
-    for i, seg in enumerate(prog.segments):
+    for seg in prog.segments:
         if step < start + seg.steps:
             return start, seg
         start += seg.steps

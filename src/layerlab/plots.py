@@ -329,9 +329,12 @@ def importance_bars(table: pd.DataFrame) -> alt.Chart:
     df = _signed(table, floor=1e-3)
     sets = sorted(df["set"].unique())
     methods = list(dict.fromkeys(df["method"]))
+    # the opening view must have rows: a method the default set was actually ablated with
+    in_default = list(dict.fromkeys(df.loc[df["set"] == sets[-1], "method"]))
+    default = "neighbour_average" if "neighbour_average" in in_default else in_default[0]
     pick_set = alt.param(name="evalset", value=sets[-1],
                          bind=alt.binding_radio(options=sets, name="evaluation set: "))
-    pick_method = alt.param(name="method", value=methods[0],
+    pick_method = alt.param(name="method", value=default,
                             bind=alt.binding_select(options=methods, name="ablation: "))
     return (
         alt.Chart(df, title="Perplexity degradation when one layer is ablated (log |deg %|)")

@@ -9,13 +9,22 @@ Used by every chapter.
 
 from __future__ import annotations
 
-import os
 import dataclasses
+import os
 from dataclasses import dataclass
 from typing import Any
 
-from .settings import (MAP_METHODS, AnatomySettings, DepthScalingSettings, FamilySettings,
-                       GeometrySettings, GrowthConfig, GrowthSettings, RecoveryConfig, ToySettings)
+from .settings import (
+    MAP_METHODS,
+    AnatomySettings,
+    DepthScalingSettings,
+    FamilySettings,
+    GeometrySettings,
+    GrowthConfig,
+    GrowthSettings,
+    RecoveryConfig,
+    ToySettings,
+)
 
 
 @dataclass(frozen=True)

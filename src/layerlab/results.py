@@ -284,3 +284,21 @@ class Cache:
         if not path.is_file():
             return None
         return self.read_record(path)["provenance"]
+
+
+def status(profile: str, root: Path | None = None) -> list[dict[str, Any]]:
+    """Every record of a profile: its experiment, commit, whether that tree was dirty, and
+    whether the current code would still read it (stale: its schema version or input hashes
+    differ from today's, so its key is no longer computed)."""
+    cache = Cache(profile, root)
+    rows = []
+    for path in sorted(cache.folder.glob("*/*.json")):
+        record = cache.read_record(path)
+        config = record["config"]
+        base = {k: v for k, v in config.items() if k not in ("_schema", "_inputs")}
+        current = full_key(record["experiment"], base)
+        commit = record["provenance"].get("git_commit", "unknown")
+        rows.append({"experiment": record["experiment"], "item": record["item"],
+                     "commit": commit.removesuffix("+dirty"), "dirty": commit.endswith("+dirty"),
+                     "stale": current != config, "file": str(path.relative_to(cache.folder))})
+    return rows

@@ -17,8 +17,8 @@ the cost.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -29,6 +29,9 @@ from .settings import ToyConfig, ToySettings
 
 WIDTH = 32
 VOCAB = 128
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def rms(h: torch.Tensor) -> torch.Tensor:

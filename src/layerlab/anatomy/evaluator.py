@@ -132,7 +132,7 @@ class Evaluator:
             def keep(_module: Any, args: tuple, kwargs: dict) -> None:
                 hidden = args[0] if args else kwargs["hidden_states"]
                 rest = {k: v for k, v in kwargs.items() if k != "hidden_states"}
-                calls.append(_BlockCall(hidden.detach(), tuple(args[1:]), rest))
+                calls.append(_BlockCall(hidden.detach(), tuple(args[1:]), rest))  # noqa: B023 - runs in this iteration
 
             handles = [b.register_forward_pre_hook(keep, with_kwargs=True)
                        for b in self.lm.blocks] if self.resume else []

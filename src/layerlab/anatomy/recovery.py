@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -21,8 +20,8 @@ import torch
 import torch.nn.functional as F
 
 from .. import claims, corpus, paper, training
-from . import edits
 from ..settings import RecoveryConfig
+from . import edits
 from .lab import Lab
 
 

@@ -1,0 +1,144 @@
+"""The freshness gate (`make check-outputs`): every chapter is re-executed from the committed
+results alone (`LAYERLAB_CACHE_ONLY=1`: nothing may compute) and each text and HTML output is
+compared with the committed `.ipynb`, nbval style, after removing what legitimately changes
+between runs: times and dates, progress bars, memory addresses, Altair's random element ids, the
+git commit in provenance blocks.
+
+A difference means the page no longer shows what the code and the results give today: rerun
+`make execute` (cheap when the results are cached) and commit. Used by every chapter (00–11).
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from . import paths
+
+VOLATILE = [
+    (re.compile(r"altair-viz-[0-9a-f]+"), "altair-viz-ID"),
+    (re.compile(r"\b0x[0-9a-f]{6,}\b"), "0xADDRESS"),
+    (re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?"), "DATE"),
+    (re.compile(r"\b[0-9a-f]{12}(?:\+dirty)?\b"), "COMMIT"),  # git_commit in provenance blocks
+    (re.compile(r"\b\d+(?:\.\d+)? ?(?:s|ms|sec|seconds|min)\b(?= |$|\)|,|\.|<)"), "TIME"),
+]
+KEPT_MIME = ("text/plain", "text/html", "text/markdown", "text/latex", "image/svg+xml")
+
+
+def _clean(text: str) -> str:
+    for pattern, repl in VOLATILE:
+        text = pattern.sub(repl, text)
+    return text
+
+
+def _is_progress(out: dict[str, Any]) -> bool:
+    data = out.get("data", {})
+    if "application/vnd.jupyter.widget-view+json" in data:
+        return True
+    text = "".join(out.get("text", ""))
+    return out.get("output_type") == "stream" and out.get("name") == "stderr" and (
+        "it/s]" in text or "s/it]" in text or "%|" in text)
+
+
+def normalise(outputs: list[dict[str, Any]]) -> list[str]:
+    """A cell's outputs as comparable text: streams and the text/HTML parts of results."""
+    parts = []
+    for out in outputs:
+        if _is_progress(out):
+            continue
+        kind = out.get("output_type")
+        if kind == "stream":
+            parts.append(f"[{out['name']}]\n" + _clean("".join(out["text"])))
+        elif kind in ("execute_result", "display_data"):
+            for mime in KEPT_MIME:
+                if mime in out.get("data", {}):
+                    value = out["data"][mime]
+                    parts.append(f"[{mime}]\n" + _clean("".join(value) if isinstance(value, list)
+                                                        else str(value)))
+        elif kind == "error":
+            parts.append(f"[error] {out.get('ename')}: {out.get('evalue')}")
+    return parts
+
+
+def differences(committed: dict[str, Any], fresh: dict[str, Any], *, context: int = 2) -> list[str]:
+    """Human-readable differences between two executed notebooks, cell by cell."""
+    def cells(nb):
+        return [c for c in nb["cells"] if c["cell_type"] == "code"]
+
+    a, b = cells(committed), cells(fresh)
+    if [c["source"] for c in a] != [c["source"] for c in b]:
+        return ["the code cells differ from the .py source: run `make sync`"]
+    found = []
+    for i, (ca, cb) in enumerate(zip(a, b)):
+        old, new = normalise(ca.get("outputs", [])), normalise(cb.get("outputs", []))
+        if old != new:
+            diff = difflib.unified_diff("\n".join(old).splitlines(), "\n".join(new).splitlines(),
+                                        "committed", "fresh", n=context, lineterm="")
+            head = "".join(ca["source"]).strip().splitlines()[:1]
+            found.append(f"code cell {i + 1} ({head[0] if head else ''}):\n"
+                         + "\n".join(list(diff)[:40]))
+    return found
+
+
+def check(chapters: list[str] | None = None, *, profile: str = "cpu",
+          timeout: int | None = 900) -> dict[str, list[str]]:
+    """Re-execute the chapters from the committed results only; differences per chapter.
+    The results folder is copied first, so the check writes nothing into the repository."""
+    from . import cli
+
+    root = paths.results_dir()
+    work = Path(tempfile.mkdtemp(prefix="layerlab-check-"))
+    env = {"LAYERLAB_CACHE_ONLY": "1", "LAYERLAB_RESULTS": str(work / "results")}
+    before = {k: os.environ.get(k) for k in env}
+    found: dict[str, list[str]] = {}
+    try:
+        if (root / profile).is_dir():
+            shutil.copytree(root / profile, work / "results" / profile)
+        os.environ.update(env)
+        for py in cli._notebooks(chapters or []):
+            start = time.perf_counter()
+            out = work / py.with_suffix(".ipynb").name
+            try:
+                cli.execute_notebook(py, profile, timeout, out=out)
+            except Exception as err:  # a cell failed: a missing result, or a code error
+                found[py.stem] = [f"execution failed: {str(err)[-1500:]}"]
+            else:
+                found[py.stem] = differences(json.loads(py.with_suffix(".ipynb").read_text()),
+                                             json.loads(out.read_text()))
+            state = "ok" if not found[py.stem] else f"{len(found[py.stem])} difference(s)"
+            print(f"check-outputs: {py.stem} {state} ({time.perf_counter() - start:.0f} s)",
+                  flush=True)
+    finally:
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        shutil.rmtree(work, ignore_errors=True)
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m layerlab.outputs", description=__doc__)
+    parser.add_argument("chapters", nargs="*", help="prefixes such as 05 (default: all)")
+    parser.add_argument("--profile", default="cpu")
+    args = parser.parse_args(argv)
+    found = check(args.chapters, profile=args.profile)
+    bad = {k: v for k, v in found.items() if v}
+    for stem, diffs in bad.items():
+        print(f"\n== {stem}: the committed outputs differ from a fresh run\n" + "\n".join(diffs))
+    print(f"check-outputs: {len(found) - len(bad)} of {len(found)} chapters match")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

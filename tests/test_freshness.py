@@ -1,0 +1,18 @@
+"""Layer 6 of the tests: the committed pages equal what the code and the committed results give
+today. Every chapter is re-executed with the cpu profile from the cache alone (nothing may
+compute) and compared with its committed .ipynb (layerlab.outputs; `make check-outputs`).
+The whole pass takes a few minutes, so `make test` runs all of it."""
+
+import pytest
+
+from layerlab import outputs
+
+pytestmark = pytest.mark.freshness
+
+
+def test_committed_outputs_equal_a_fresh_cache_only_run(monkeypatch):
+    monkeypatch.delenv("LAYERLAB_RESULTS", raising=False)  # read the committed results
+    found = outputs.check(profile="cpu")
+    bad = {k: v for k, v in found.items() if v}
+    assert len(found) == 12
+    assert not bad, "\n\n".join(f"{k}:\n" + "\n".join(v) for k, v in bad.items())
