@@ -158,7 +158,7 @@ def test_smoke_pipeline_runs_caches_and_resumes(smoke_lab, monkeypatch):
     res = importance.run(smoke_lab)
     t = res["table"]
     cfg = smoke_lab.cfg
-    expected = sum(len(m) for m in cfg["map_methods"].values()) * cfg["n_layers"]
+    expected = sum(len(m) for m in cfg.map_methods.values()) * cfg.n_layers
     assert len(t) == expected and t["class"].notna().all()
     assert set(res["anchors"]["compared with"]) >= {"ShortGPT Block Influence"}
     S = strategies.target_set(t) or [1, 2]

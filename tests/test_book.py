@@ -25,7 +25,8 @@ pytestmark = pytest.mark.book
 ROOT = Path(__file__).resolve().parents[1]
 NODE = ROOT / "tests" / "browser" / "node_modules"
 ORIGIN = "http://layerlab.test/"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+# Debian's chromium here and in .ci/run; GitHub's runners have Google Chrome (tests.yml)
+CHROMIUM = os.environ.get("LAYERLAB_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 ALLOWED_PAGE_ERRORS = ("THEBE_JS_URL",)  # sphinx-thebe declares it twice in JB1; harmless
 
 

@@ -3,6 +3,8 @@ the papers, the alternatives we also ran, and how far the headline moved between
 
 The page is rendered from the results cache, never typed: `python -m layerlab.deviations`
 rewrites it, and a test checks the committed page equals a fresh rendering.
+
+Used by the deviations page (`python -m layerlab.deviations`), from the results of chapters 01–10.
 """
 
 from __future__ import annotations

@@ -8,6 +8,8 @@ run resumes from its last checkpoint and ends with the same weights as an uninte
 Weights live in the cache folder (`~/.cache/layerlab/family/<config hash>/`, never committed);
 the loss curves and final losses go to the results cache. Nothing is downloaded: a missing member
 is retrained.
+
+Used by chapters 00, 02, 03 and 11.
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@ through every layer; backward activation gradients from the lowest trainable lay
 gradients only for trainable layers; attention-score FLOPs ignored) and wall-clock. Training
 checkpoints atomically; an interrupted arm resumes and ends with the same weights as an
 uninterrupted one.
+
+Used by chapter 10 (and the deviations page).
 """
 
 from __future__ import annotations

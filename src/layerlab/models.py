@@ -15,6 +15,8 @@ Names understood by `load`:
 
 Whatever the source, the result exposes `.blocks` (decoder layers in order), `.final_norm`,
 `.unembed` and `.embed`, so analyses never branch on the architecture.
+
+Used by chapters 00–03 and 05–10 (through geometry, survey and anatomy.lab).
 """
 
 from __future__ import annotations

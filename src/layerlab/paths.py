@@ -3,6 +3,8 @@
 The package is installed editable from a clone (`pip install -e .`, also on Colab), so the
 repository root is two levels above this file. Environment variables override each folder, which
 is how the tests point everything at temporary directories.
+
+Used by every chapter (through results, corpus and models).
 """
 
 from __future__ import annotations

@@ -1,6 +1,9 @@
 """Altair chart builders with one look. Charts are Vega-Lite specs rendered client-side, so
 tooltips, legends and selections work in the static HTML with no kernel. Keep data aggregated:
-every row is inlined into the page."""
+every row is inlined into the page.
+
+Used by every chapter (00–11).
+"""
 
 from __future__ import annotations
 

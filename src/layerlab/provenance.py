@@ -1,4 +1,7 @@
-"""Where a number came from: profile, device, package versions, git commit, time."""
+"""Where a number came from: profile, device, package versions, git commit, time.
+
+Used by every chapter (00–11): each ends with a provenance block.
+"""
 
 from __future__ import annotations
 

@@ -12,6 +12,8 @@ a hash of its configuration, written atomically with its provenance.
   (Ctrl-C, Colab disconnect) resumes at the first item without a result.
 
 Files live in `results/<profile>/<experiment>/`; the `cpu` and `gpu` ones are committed.
+
+Used by every chapter (00–11).
 """
 
 from __future__ import annotations

@@ -13,6 +13,8 @@ outlier cut:
 All solvers are batched: B fits at once, each with its own weight per point (weights 0/1 select
 subsets, multinomial counts make bootstrap resamples), so a 1000-resample bootstrap, an outlier-
 cut scan or a set of held-out splits is one vectorised solve.
+
+Used by chapters 01 and 11.
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
 """Small pieces every training loop here shares (the depth family, growth training, recovery
-fine-tuning): seeded batches, the learning-rate schedule and the validation loss."""
+fine-tuning): seeded batches, the learning-rate schedule and the validation loss.
+
+Used by chapters 02–03 (the depth family), 09 and 10.
+"""
 
 from __future__ import annotations
 

@@ -22,6 +22,8 @@ the attention module):
 | `scale` | W_l ← α · W_l for each weight matrix (biases kept) | linear |
 | `noise` | W_l ← W_l + σ · std(W_l) · N(0, 1) for each weight matrix, seeded | linear |
 | `replace` | T_l ← given tensors (`values`: {layer: {name: tensor}}) | — |
+
+Used by chapters 05, 06, 07 and 09.
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ once, keeps the input of every block (the residual stream plus the arguments the
 the block: rotary embeddings, attention mask), and evaluates an edit by running only blocks
 l … L−1 and the head. `resume=False` runs the whole model every time instead (for sets whose
 states would not fit in memory); both paths give the same numbers (tested).
+
+Used by chapters 05, 06, 07 and 09.
 """
 
 from __future__ import annotations
