@@ -98,10 +98,10 @@ its bootstrap spread beside two well-posed summaries. **Values:** {ranges}.""")
     def r2(protocol: str) -> float:
         return predictability.real_r2(ridge, protocol, alpha)
 
-    out.append(f"""## P2 — the ridge protocol behind "R² = 0.91"
+    out.append(f"""## P2 — the ridge protocol behind "R² = {paper.P2_RIDGE_R2.value}"
 
 Features, split, α and aggregation are unknown. **Choice:** layer-as-sample kernel ridge, scored
-three ways, at the α whose in-sample gate_proj R² lands nearest 0.91 (α = {alpha:.3g}).
+three ways, at the α whose in-sample gate_proj R² lands nearest {paper.P2_RIDGE_R2.value} (α = {alpha:.3g}).
 **Alternatives run:** per-element autoregression and summary-statistic descriptors; the mean,
 persistence, shuffled, i.i.d. and untrained nulls. **Movement:** gate_proj R² in-sample
 {r2('in_sample'):.3f}, forward split {r2('forward'):.3f}, leave-one-out

@@ -465,8 +465,9 @@ def assess(cv: "pd.DataFrame", setting: str) -> list:
     g = {r: c.loc[(r, "gtt")] for r in regimes}
     found = [claims.Claim(
         id="P2-C6-loss-ratio", paper="P2", chapter=chapter,
-        statement="GTT reaches 4.7× lower validation loss than uniform training (0.127 vs 0.599)",
-        paper_value="0.127 vs 0.599 (4.7×)",
+        statement=(f"GTT reaches {PAPER['ratio']}× lower validation loss than uniform training "
+                   f"({PAPER['gtt']} vs {PAPER['uniform']})"),
+        paper_value=f"{PAPER['gtt']} vs {PAPER['uniform']} ({PAPER['ratio']}×)",
         ours="; ".join(f"{r}: GTT {g[r]['final val loss']:.3f} ± {g[r]['sd']:.3f} vs uniform "
                        f"{c.loc[(r, 'uniform'), 'final val loss']:.3f} "
                        f"({g[r]['uniform / arm loss']:.2f}×)" for r in regimes),

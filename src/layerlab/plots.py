@@ -125,7 +125,8 @@ def cut_scan_chart(scan: pd.DataFrame,
         tooltip=["cut", "n_points", "recipe", alt.Tooltip("alpha_l:Q", format=".3f"),
                  alt.Tooltip("alpha_l_se:Q", format=".3f")])
     bars = base.mark_errorbar().encode(x=x, y="lo:Q", y2="hi:Q", color="recipe:N")
-    return (shade + bars + lines).interactive()
+    # zoom on the data layer: a scale binding on the shade (no x field) makes Vega warn
+    return shade + bars + lines.interactive()
 
 
 def profile_chart(profile: pd.DataFrame, threshold: float = 3.84) -> alt.Chart:
@@ -240,7 +241,7 @@ def token_scatter(sample: pd.DataFrame, title: str) -> alt.Chart:
         color=alt.Color("group:N", scale=alt.Scale(domain=["bulk", "minority"],
                                                    range=["#4c78a8", "#e45756"])),
         opacity=alt.condition(alt.datum.group == "minority", alt.value(0.95), alt.value(0.35)),
-        order=alt.Order("group:N"),
+        order=alt.Order("group:O"),  # ordinal: "minority" sorts after "bulk", drawn on top
         tooltip=["token", "position", alt.Tooltip("norm_mid:Q", format=".1f", title="mid-depth norm"),
                  alt.Tooltip("pc1:Q", format=".3f"), alt.Tooltip("pc2:Q", format=".3f"), "group"],
     ).interactive()
@@ -295,7 +296,7 @@ def alpha_vs_temperature(final: pd.DataFrame) -> alt.Chart:
                                                      alt.Tooltip("alpha_se:Q", format=".2f")])
     bars = base.mark_errorbar().encode(x=x, y="lo:Q", y2="hi:Q", color="teacher:N")
     ones = alt.Chart(pd.DataFrame({"y": [1.0, 2.0]})).mark_rule(strokeDash=[4, 4], color="gray").encode(y="y:Q")
-    return (ones + bars + pts).interactive()
+    return ones + bars + pts.interactive()
 
 
 def alpha_vs_steps(alphas: pd.DataFrame) -> alt.Chart:

@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from . import paper
 from .settings import (
     MAP_METHODS,
     AnatomySettings,
@@ -78,15 +79,17 @@ CPU_TOY_SWEEPS = {
 }
 # P2 chapters (research/paper2.md §3-§7): one model, E0 = our 10 sentences, E1 = held-out text
 CPU_ANATOMY = AnatomySettings(
-    model="smollm2-135m-instruct-q4", n_layers=30, e1_source="wikipedia",
+    model="smollm2-135m-instruct-q4", n_layers=paper.P2_N_LAYERS.value, e1_source="wikipedia",
     e1_tokens=20_000, e1_max_len=96, batch_tokens=2048, bootstrap=1000,
     map_methods={"E0": MAP_METHODS, "E1": ("neighbour_average", "skip")},
     alphas=(0.5, 0.8, 0.9, 0.95, 1.05, 1.1), generate_tokens=40,
     single_sets=("E0",),  # each strategy on each layer alone: E0 on 2 cores, both on a GPU
     init_std=0.041667,  # SmolLM2's initializer_range (its config.json; the GGUF drops it)
-    # §13's reduced recovery: a handful of layers, σ = 0.5, only the damaged layer trains
-    recovery=RecoveryConfig(layers=(1, 8, 11, 14, 17, 25), sigma=0.5, steps=100, eval_every=10,
-                            lr=1e-4, batch_size=4, seq_len=64),
+    # §13's reduced recovery: the paper's slow and fast layers, an input and an output layer,
+    # σ = 0.5 (the paper's 50 % noise), only the damaged layer trains
+    recovery=RecoveryConfig(
+        layers=tuple(sorted({1, *paper.P2_SLOW_RECOVERY, *paper.P2_FAST_RECOVERY, 25})),
+        sigma=0.5, steps=100, eval_every=10, lr=1e-4, batch_size=4, seq_len=64),
 )
 
 # The paper's grid (App. C): 16 temperatures x 3 teacher replicates x 2 teacher types with a

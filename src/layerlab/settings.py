@@ -16,6 +16,8 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Mapping
 
+from . import paper
+
 
 class SettingsError(ValueError):
     """A run setting with a wrong type, range or name."""
@@ -412,7 +414,7 @@ class GrowthConfig(_Settings):
     regime: str = "natural"  # "natural" (Wikipedia train → validation) or "memorise"
     memorise_tokens: int = 4096  # size of the small set of the memorisation regime
     clone_noise: float = 0.01  # × per-tensor std, GTT's growth phase
-    anti_scale: float = 0.9
+    anti_scale: float = paper.P2_SCALE_ALPHA.value  # the one benign manipulation, on anti-layers
     seed: int = 0
 
     def validate(self) -> None:
