@@ -57,15 +57,15 @@ execute: install
 
 check-outputs: install
 	OMP_NUM_THREADS=1 LAYERLAB_THREADS=1 HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 \
-	  $(BIN)/python -m layerlab.outputs --profile cpu $(NB)
+	  $(BIN)/python -m layerlab.book.outputs --profile cpu $(NB)
 
 gpu-dry: install
-	OMP_NUM_THREADS=1 LAYERLAB_THREADS=1 $(BIN)/python -m layerlab.dryrun $(NB)
+	OMP_NUM_THREADS=1 LAYERLAB_THREADS=1 $(BIN)/python -m layerlab.book.dryrun $(NB)
 
-# Write the Colab setup cell (layerlab/colab.py) into every chapter, then refresh the .ipynb
+# Write the Colab setup cell (layerlab/book/colab.py) into every chapter, then refresh the .ipynb
 # inputs from the edited .py twins without executing (outputs kept).
 sync: install
-	$(BIN)/python -m layerlab.colab
+	$(BIN)/python -m layerlab.book.colab
 	$(BIN)/jupytext --update --to ipynb notebooks/[0-9][0-9]_*.py
 
 bench: install

@@ -92,7 +92,7 @@ def bench_scaling(n_resamples: int = 1000, n_looped: int = 100) -> dict:
     import numpy as np
     from scipy.optimize import least_squares
 
-    from layerlab import scaling
+    from layerlab.depth import scaling
 
     data = scaling.load_chinchilla()
     start = time.perf_counter()
@@ -182,7 +182,7 @@ def bench_hidden(repeats: int, n_blocks: int = 8) -> dict:
 def bench_toy(steps: int = 200, repeats: int = 3) -> dict:
     """All student depths in one step (one batch, one teacher pass) vs one student at a time
     (its own teacher pass), the same number of steps, cpu-profile sizes."""
-    from layerlab import toy
+    from layerlab.depth import toy
 
     base = dict(teacher_depth=64, batch_size=256, steps=steps, student_depths=(2, 4, 8, 16))
 

@@ -29,7 +29,7 @@
 # CPU it uses the offline `cpu` profile.
 
 # %% tags=["remove-cell"]
-# Colab setup (hidden on the site; written by `make sync` from layerlab/colab.py): clone the
+# Colab setup (hidden on the site; written by `make sync` from layerlab/book/colab.py): clone the
 # repository (code, vendored data, committed results) and install what this chapter needs.
 import sys
 
@@ -51,7 +51,8 @@ if "google.colab" in sys.modules:
 # %%
 import pandas as pd
 
-from layerlab import corpus, plots, profiles, provenance, survey
+from layerlab import corpus, profiles, provenance
+from layerlab.book import plots, survey
 
 profile = profiles.setup(seed=0)
 print(f"profile: {profile.name} — {profile.description}")

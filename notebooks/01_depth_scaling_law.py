@@ -32,7 +32,7 @@
 # actually pin α_ℓ down.
 
 # %% tags=["remove-cell"]
-# Colab setup (hidden on the site; written by `make sync` from layerlab/colab.py): clone the
+# Colab setup (hidden on the site; written by `make sync` from layerlab/book/colab.py): clone the
 # repository (code, vendored data, committed results) and install what this chapter needs.
 import sys
 
@@ -52,7 +52,9 @@ if "google.colab" in sys.modules:
 # %%
 import numpy as np
 
-from layerlab import claims, plots, profiles, provenance, scaling
+from layerlab import claims, profiles, provenance
+from layerlab.book import plots
+from layerlab.depth import scaling
 
 profile = profiles.setup(seed=0)
 cfg = profile.depth_scaling

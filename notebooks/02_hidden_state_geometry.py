@@ -43,7 +43,7 @@
 # the depth comparison.
 
 # %% tags=["remove-cell"]
-# Colab setup (hidden on the site; written by `make sync` from layerlab/colab.py): clone the
+# Colab setup (hidden on the site; written by `make sync` from layerlab/book/colab.py): clone the
 # repository (code, vendored data, committed results) and install what this chapter needs.
 import sys
 
@@ -66,7 +66,9 @@ if "google.colab" in sys.modules:
 import numpy as np
 import pandas as pd
 
-from layerlab import claims, family, geometry, plots, profiles, provenance
+from layerlab import claims, profiles, provenance
+from layerlab.book import plots
+from layerlab.depth import family, geometry
 
 profile = profiles.setup(seed=0)
 fam_cfg = family.config_for(profile)

@@ -35,7 +35,7 @@
 # Hugging Face convention the paper used (the last state after the final norm).
 
 # %% tags=["remove-cell"]
-# Colab setup (hidden on the site; written by `make sync` from layerlab/colab.py): clone the
+# Colab setup (hidden on the site; written by `make sync` from layerlab/book/colab.py): clone the
 # repository (code, vendored data, committed results) and install what this chapter needs.
 import sys
 
@@ -57,7 +57,9 @@ if "google.colab" in sys.modules:
 # %%
 import pandas as pd
 
-from layerlab import claims, clusters, geometry, plots, profiles, provenance
+from layerlab import claims, profiles, provenance
+from layerlab.book import plots
+from layerlab.depth import clusters, geometry
 
 profile = profiles.setup(seed=0)
 names = geometry.model_names(profile)

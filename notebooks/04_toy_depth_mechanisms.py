@@ -38,7 +38,7 @@
 # All student depths of a sweep train together on the same batches with one teacher pass.
 
 # %% tags=["remove-cell"]
-# Colab setup (hidden on the site; written by `make sync` from layerlab/colab.py): clone the
+# Colab setup (hidden on the site; written by `make sync` from layerlab/book/colab.py): clone the
 # repository (code, vendored data, committed results) and install what this chapter needs.
 import sys
 
@@ -58,7 +58,9 @@ if "google.colab" in sys.modules:
 # %%
 import pandas as pd
 
-from layerlab import claims, plots, profiles, provenance, toy
+from layerlab import claims, profiles, provenance
+from layerlab.book import plots
+from layerlab.depth import toy
 
 profile = profiles.setup(seed=0)
 spec = profile.toy

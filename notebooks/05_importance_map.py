@@ -43,7 +43,7 @@
 # while skipping *removes* it.
 
 # %% tags=["remove-cell"]
-# Colab setup (hidden on the site; written by `make sync` from layerlab/colab.py): clone the
+# Colab setup (hidden on the site; written by `make sync` from layerlab/book/colab.py): clone the
 # repository (code, vendored data, committed results) and install what this chapter needs.
 import sys
 
@@ -64,9 +64,10 @@ if "google.colab" in sys.modules:
 # %%
 import pandas as pd
 
-from layerlab import claims, plots, profiles, provenance
+from layerlab import claims, profiles, provenance
 from layerlab.anatomy import evalsets, importance
 from layerlab.anatomy.lab import Lab
+from layerlab.book import plots
 
 profile = profiles.setup(seed=0)
 lab = Lab(profile)

@@ -33,7 +33,7 @@
 # at 2 × base perplexity, then measures the healing.
 
 # %% tags=["remove-cell"]
-# Colab setup (hidden on the site; written by `make sync` from layerlab/colab.py): clone the
+# Colab setup (hidden on the site; written by `make sync` from layerlab/book/colab.py): clone the
 # repository (code, vendored data, committed results) and install what this chapter needs.
 import sys
 
@@ -52,9 +52,10 @@ if "google.colab" in sys.modules:
     os.chdir(f"{repo}/notebooks")
 
 # %%
-from layerlab import claims, plots, profiles, provenance
+from layerlab import claims, profiles, provenance
 from layerlab.anatomy import importance, recovery
 from layerlab.anatomy.lab import Lab
+from layerlab.book import plots
 
 profile = profiles.setup(seed=0)
 lab = Lab(profile)

@@ -24,7 +24,7 @@
 # **What can be reconstructed.** The paper gives phase names, not data, tokenizer, widths or
 # learning rates (spec §9). We build the 12-layer Llama-style model the parameter count implies
 # (d = 128, 4 heads, SwiGLU 512), map SmolLM2's classes onto it proportionally (core L3–4, anti
-# L6–7, I/O L0–1 and L9–11, connective L2/5/8), and run GTT's six phases (`layerlab.growth`):
+# L6–7, I/O L0–1 and L9–11, connective L2/5/8), and run GTT's six phases (`layerlab.anatomy.growth`):
 # gastrulation (core), neurulation (I/O), organogenesis (core ± 1), growth (connective layers
 # re-initialised as clones of the nearest core layer plus 1 % noise, trained with the core),
 # connective, and maturation (all but the anti-layers, which are finally scaled by 0.9).
@@ -43,7 +43,7 @@
 # and wall-clock; the chart lets you put any of them on the x axis.
 
 # %% tags=["remove-cell"]
-# Colab setup (hidden on the site; written by `make sync` from layerlab/colab.py): clone the
+# Colab setup (hidden on the site; written by `make sync` from layerlab/book/colab.py): clone the
 # repository (code, vendored data, committed results) and install what this chapter needs.
 import sys
 
@@ -62,7 +62,9 @@ if "google.colab" in sys.modules:
     os.chdir(f"{repo}/notebooks")
 
 # %%
-from layerlab import claims, growth, plots, profiles, provenance
+from layerlab import claims, profiles, provenance
+from layerlab.anatomy import growth
+from layerlab.book import plots
 
 profile = profiles.setup(seed=0)
 runs = growth.run(profile)  # cached arm by arm; an interrupted arm resumes from its checkpoint

@@ -26,7 +26,7 @@
 # it, e.g. a run that has not converged on two CPU cores).
 
 # %% tags=["remove-cell"]
-# Colab setup (hidden on the site; written by `make sync` from layerlab/colab.py): clone the
+# Colab setup (hidden on the site; written by `make sync` from layerlab/book/colab.py): clone the
 # repository (code, vendored data, committed results) and install what this chapter needs.
 import sys
 
@@ -46,9 +46,11 @@ if "google.colab" in sys.modules:
 # %%
 from IPython.display import HTML
 
-from layerlab import family, geometry, plots, profiles, provenance, verdicts
+from layerlab import profiles, provenance
 from layerlab.anatomy import importance
 from layerlab.anatomy.lab import Lab
+from layerlab.book import plots, verdicts
+from layerlab.depth import family, geometry
 
 profile = profiles.setup(seed=0)
 table = verdicts.table(profile.name)

@@ -4,7 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from layerlab import claims, clusters, geometry
+from layerlab import claims
+from layerlab.depth import clusters, geometry
 
 
 def synthetic_profiles(n=2000, minority=0.01, L=12, seed=0):

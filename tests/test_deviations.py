@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from layerlab import deviations, paths
+from layerlab import paths
+from layerlab.book import deviations
 
 
 def test_committed_page_matches_a_fresh_rendering(monkeypatch):
@@ -12,7 +13,7 @@ def test_committed_page_matches_a_fresh_rendering(monkeypatch):
     monkeypatch.setenv("LAYERLAB_CACHE_ONLY", "1")  # never start a computation here
     committed = deviations.page_path().read_text(encoding="utf-8")
     assert deviations.render("cpu") == committed, (
-        "book/deviations.md is stale: regenerate it with `python -m layerlab.deviations`")
+        "book/deviations.md is stale: regenerate it with `python -m layerlab.book.deviations`")
 
 
 def test_page_is_in_the_toc():

@@ -5,7 +5,8 @@ import math
 import pytest
 import torch
 
-from layerlab import corpus, evaluate, profiles, results, survey
+from layerlab import corpus, evaluate, profiles, results
+from layerlab.book import survey
 
 
 def test_random_model_perplexity_is_near_uniform(tiny_models):

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from layerlab import family
+from layerlab.depth import family
 
 CFG = family.FamilyConfig(depths=(1, 2), width=32, seq_len=32, batch_size=4, steps=24,
                           eval_every=8, eval_blocks=4, checkpoint_every=8, warmup=4)

@@ -1,11 +1,11 @@
 """Layer 6 of the tests: the committed pages equal what the code and the committed results give
 today. Every chapter is re-executed with the cpu profile from the cache alone (nothing may
-compute) and compared with its committed .ipynb (layerlab.outputs; `make check-outputs`).
+compute) and compared with its committed .ipynb (layerlab.book.outputs; `make check-outputs`).
 The whole pass takes a few minutes, so `make test` runs all of it."""
 
 import pytest
 
-from layerlab import outputs
+from layerlab.book import outputs
 
 pytestmark = pytest.mark.freshness
 

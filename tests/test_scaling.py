@@ -4,7 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from layerlab import claims, scaling
+from layerlab import claims
+from layerlab.depth import scaling
 
 
 @pytest.fixture(scope="module")

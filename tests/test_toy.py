@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from layerlab import toy
+from layerlab.depth import toy
 
 SMALL = dict(teacher_depth=8, student_depths=(1, 2, 4), batch_size=32, steps=40, eval_every=20,
              eval_batches=2)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from layerlab import claims, verdicts
+from layerlab import claims
+from layerlab.book import verdicts
 
 
 def _claim(cid, verdict=claims.REPRODUCED):

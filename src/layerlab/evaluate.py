@@ -8,7 +8,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from .models import LoadedModel
+from layerlab.models import LoadedModel
 
 
 @torch.no_grad()

@@ -29,7 +29,7 @@ from typing import Any, Iterable
 import numpy as np
 import torch
 
-from . import models
+from layerlab import models
 
 METRICS = ("theta", "theta_dh", "rel_update", "norms", "progress", "angle_to_end")
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)

@@ -32,7 +32,7 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
-from . import paths
+from layerlab import paths
 
 
 class ModelError(RuntimeError):

@@ -14,8 +14,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from . import paper
-from .settings import (
+from layerlab import paper
+from layerlab.settings import (
     MAP_METHODS,
     AnatomySettings,
     DepthScalingSettings,

@@ -11,7 +11,7 @@ import subprocess
 from importlib import metadata
 from typing import Any
 
-from . import __version__, paths
+from layerlab import __version__, paths
 
 PACKAGES = ("torch", "transformers", "datasets", "numpy", "pandas", "altair", "statsmodels")
 
@@ -53,7 +53,7 @@ def device_description() -> str:
 
 def collect(profile: str | None = None, **extra: Any) -> dict[str, Any]:
     """A provenance record; `extra` adds experiment facts (models, tokens, seeds...)."""
-    from . import profiles
+    from layerlab import profiles
 
     record: dict[str, Any] = {
         "profile": profile or profiles.active().name,

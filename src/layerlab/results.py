@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from . import paths, provenance
+from layerlab import paths, provenance
 
 # experiment -> (schema version, data the experiment reads). Bump a version when the code of
 # that experiment changes what it stores; the old records then stop matching.

@@ -16,7 +16,7 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Mapping
 
-from . import paper
+from layerlab import paper
 
 
 class SettingsError(ValueError):

@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import claims, paper
-from . import weights as w
-from .lab import Lab
+from layerlab import claims, paper
+from layerlab.anatomy import weights as w
+from layerlab.anatomy.lab import Lab
 
 PAPER_VALUE = paper.P2_DELTA_CORRELATION.value
 TOL = 0.05  # |mean − (−0.5)| for "≈ −0.50"; also the distance that counts as "differs from a null"

@@ -36,7 +36,7 @@ from typing import Any, Callable, Iterator
 import torch
 from torch import nn
 
-from ..models import LoadedModel
+from layerlab.models import LoadedModel
 
 GROUPS = ("all", "linear", "norms", "attention", "mlp")
 DEFAULT_GROUP = {"neighbour_average": "all", "mean_of_others": "all", "zero": "linear",

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from .. import corpus, paths
+from layerlab import corpus, paths
 
 E0_FILE = "eval/e0_sentences.txt"
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])")

@@ -20,9 +20,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..models import LoadedModel
-from . import edits
-from .evalsets import EvalSet
+from layerlab.anatomy import edits
+from layerlab.anatomy.evalsets import EvalSet
+from layerlab.models import LoadedModel
 
 STATE_BUDGET_BYTES = 4 * 2**30  # keep block inputs when they fit in this much memory
 

@@ -14,10 +14,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import claims, models, paper
-from . import edits
-from .evaluator import Scores
-from .lab import Lab
+from layerlab import claims, models, paper
+from layerlab.anatomy import edits
+from layerlab.anatomy.evaluator import Scores
+from layerlab.anatomy.lab import Lab
 
 # method -> (edit kind, tensor group); "neighbour_average" is the paper's operation
 METHODS: dict[str, tuple[str, str | None]] = {

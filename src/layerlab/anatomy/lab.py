@@ -8,11 +8,11 @@ from typing import Any
 
 import torch
 
-from .. import models, results
-from ..profiles import Profile
-from ..settings import AnatomySettings
-from . import evalsets
-from .evaluator import Evaluator, Scores
+from layerlab import models, results
+from layerlab.anatomy import evalsets
+from layerlab.anatomy.evaluator import Evaluator, Scores
+from layerlab.profiles import Profile
+from layerlab.settings import AnatomySettings
 
 
 def config_for(profile: Profile) -> AnatomySettings:

@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import claims, paper
-from . import weights as w
-from .evaluator import Scores
-from .lab import Lab
+from layerlab import claims, paper
+from layerlab.anatomy import weights as w
+from layerlab.anatomy.evaluator import Scores
+from layerlab.anatomy.lab import Lab
 
 PAPER_R2 = paper.P2_RIDGE_R2.value
 SPEC_ALPHAS = (1.0, 1e3, 1e4, 1e5)

@@ -19,10 +19,10 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from .. import claims, corpus, paper, training
-from ..settings import RecoveryConfig
-from . import edits
-from .lab import Lab
+from layerlab import claims, corpus, paper, training
+from layerlab.anatomy import edits
+from layerlab.anatomy.lab import Lab
+from layerlab.settings import RecoveryConfig
 
 
 def config_for(lab: Lab) -> RecoveryConfig:

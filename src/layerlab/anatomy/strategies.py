@@ -12,11 +12,11 @@ from typing import Any
 import pandas as pd
 import torch
 
-from .. import claims, paper
-from . import edits
-from .evaluator import Scores
-from .importance import degradation_table
-from .lab import Lab
+from layerlab import claims, paper
+from layerlab.anatomy import edits
+from layerlab.anatomy.evaluator import Scores
+from layerlab.anatomy.importance import degradation_table
+from layerlab.anatomy.lab import Lab
 
 # name -> (edit kind, options); the first five are the paper's strategies
 STRATEGIES: dict[str, tuple[str, dict[str, Any]]] = {

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..models import LoadedModel
-from . import edits
+from layerlab.anatomy import edits
+from layerlab.models import LoadedModel
 
 # short labels of the nine per-layer tensors of a Llama-style block (P2's table, §2.1)
 LLAMA_TYPES = {

@@ -28,8 +28,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from . import corpus, models, paper, paths, results, training
-from .settings import GrowthConfig, GrowthSettings
+from layerlab import corpus, models, paper, paths, results, training
+from layerlab.settings import GrowthConfig, GrowthSettings
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -457,7 +457,7 @@ def comparison(cv: "pd.DataFrame") -> "pd.DataFrame":
 
 
 def assess(cv: "pd.DataFrame", setting: str) -> list:
-    from . import claims
+    from layerlab import claims
 
     c = comparison(cv).set_index(["regime", "arm"])
     regimes = list(c.index.get_level_values(0).unique())

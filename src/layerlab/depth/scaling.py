@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import paper, paths
+from layerlab import paper, paths
 
 PARAMS = ("ln_c_m", "ln_c_l", "ln_c_D", "alpha_m", "alpha_l", "alpha_D", "L0")
 DEPTH_UNIT = 100.0  # the paper fits ℓ' = 100 ℓ ...
@@ -502,7 +502,7 @@ def assess(paper_fit: Fit, converged: Fit, boot: pd.DataFrame, scan: pd.DataFram
            minus2: Fit, setting: str) -> list:
     """The chapter's claims with their verdicts, computed from the results and the tolerances
     stated in each rule (tolerances from the method spec, research/paper1.md §8)."""
-    from .claims import NOT_REPRODUCED, REPRODUCED, Claim, judge, within
+    from layerlab.claims import NOT_REPRODUCED, REPRODUCED, Claim, judge, within
 
     R = PAPER_REPORTED
     p, se = paper_fit.params, paper_fit.se

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from . import profiles
+from layerlab import profiles
 
 # hub organisation / name prefix -> the tiny architecture that stands in for it
 ARCHITECTURES = {
@@ -52,7 +52,7 @@ def save_stand_in(hub_id: str, hf_home: Path, *, layers: int) -> Path:
     """A tiny random model of the id's architecture, in the hub cache layout under that id."""
     from transformers.utils import logging as hf_logging
 
-    from . import models
+    from layerlab import models
 
     hf_logging.disable_progress_bar()
     lm = models.load_tiny(f"tiny-{architecture_for(hub_id)}", layers=layers)
@@ -70,7 +70,7 @@ def write_fineweb(path: Path, n_docs: int = 64) -> Path:
     split (consecutive lines joined into documents of about 2,000 characters)."""
     import pandas as pd
 
-    from . import corpus
+    from layerlab import corpus
 
     paras, doc = [], ""
     for line in corpus.load_text("wikipedia", "test").splitlines():
@@ -124,7 +124,7 @@ def run(chapters: list[str] | None = None, *, workdir: Path | None = None,
     Raises with the chapter's name on the first cell that fails."""
     import shutil
 
-    from . import cli
+    from layerlab import cli
 
     own = workdir is None
     workdir = Path(tempfile.mkdtemp(prefix="layerlab-gpu-dry-")) if own else workdir
@@ -150,7 +150,7 @@ def run(chapters: list[str] | None = None, *, workdir: Path | None = None,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m layerlab.dryrun", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m layerlab.book.dryrun", description=__doc__)
     parser.add_argument("chapters", nargs="*", help="prefixes such as 04 (default: all)")
     parser.add_argument("--timeout", type=int, default=600, help="seconds per cell")
     args = parser.parse_args(argv)

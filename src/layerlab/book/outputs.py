@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import paths
+from layerlab import paths
 
 VOLATILE = [
     (re.compile(r"altair-viz-[0-9a-f]+"), "altair-viz-ID"),
@@ -93,7 +93,7 @@ def check(chapters: list[str] | None = None, *, profile: str = "cpu",
           timeout: int | None = 900) -> dict[str, list[str]]:
     """Re-execute the chapters from the committed results only; differences per chapter.
     The results folder is copied first, so the check writes nothing into the repository."""
-    from . import cli
+    from layerlab import cli
 
     root = paths.results_dir()
     work = Path(tempfile.mkdtemp(prefix="layerlab-check-"))
@@ -128,7 +128,7 @@ def check(chapters: list[str] | None = None, *, profile: str = "cpu",
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m layerlab.outputs", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m layerlab.book.outputs", description=__doc__)
     parser.add_argument("chapters", nargs="*", help="prefixes such as 05 (default: all)")
     parser.add_argument("--profile", default="cpu")
     args = parser.parse_args(argv)

@@ -1,10 +1,10 @@
 """The deviations page (`book/deviations.md`): every place we chose among ambiguous readings of
 the papers, the alternatives we also ran, and how far the headline moved between them.
 
-The page is rendered from the results cache, never typed: `python -m layerlab.deviations`
+The page is rendered from the results cache, never typed: `python -m layerlab.book.deviations`
 rewrites it, and a test checks the committed page equals a fresh rendering.
 
-Used by the deviations page (`python -m layerlab.deviations`), from the results of chapters 01–10.
+Used by the deviations page (`python -m layerlab.book.deviations`), from the results of chapters 01–10.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import claims, paper, paths, profiles
+from layerlab import claims, paper, paths, profiles
 
 HEADER = """# Deviations: every choice among ambiguous readings
 
@@ -24,7 +24,7 @@ are not public, P1's PCA features and cluster rule are not given, and both leave
 open. Wherever a reading had to be chosen, the book implements the documented alternatives and
 reports them. This page lists each choice, what else we ran, and how much the headline moved.
 Its numbers are rendered from the committed results of the `{profile}` profile by
-`python -m layerlab.deviations` (a test checks the page matches), so none of them is typed.
+`python -m layerlab.book.deviations` (a test checks the page matches), so none of them is typed.
 """
 
 
@@ -38,9 +38,8 @@ def _fmt(x: float, digits: int = 1) -> str:
 
 
 def _p2_sections(profile: profiles.Profile) -> list[str]:
-    from . import growth
-    from .anatomy import deltas, importance, predictability, recovery
-    from .anatomy.lab import Lab
+    from layerlab.anatomy import deltas, growth, importance, predictability, recovery
+    from layerlab.anatomy.lab import Lab
 
     lab = Lab(profile, progress=False)
     out = []
@@ -117,7 +116,7 @@ autoregression {r2('autoregression'):.3f}.""")
 {d.loc[mats, 'real'].mean():+.3f}; the norm weights {', '.join(f'{n} {d.loc[n, "real"]:+.3f}' for n in norms) or 'n/a'}.
 An average over all nine types would hide that the norms depart from −1/2.""")
 
-    from .anatomy import strategies
+    from layerlab.anatomy import strategies
 
     S = strategies.target_set(t)
     out.append(f"""## P2 — the target set and forms of the five strategies

@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .settings import ToyConfig, ToySettings
+from layerlab.settings import ToyConfig, ToySettings
 
 WIDTH = 32
 VOCAB = 128
@@ -210,7 +210,7 @@ def fit_alpha(depths, losses) -> tuple[float, float]:
 def student_angles(sweep: Sweep, n: int = 512) -> list[dict[str, Any]]:
     """Consecutive-update angles of each trained student (and the teacher), with the same
     `layerlab.hidden` statistics as the LLM chapter."""
-    from . import hidden
+    from layerlab import hidden
 
     gen = torch.Generator().manual_seed(sweep.cfg.seed + 999)
     x = torch.randn(n, WIDTH, generator=gen)
@@ -262,7 +262,7 @@ def sweep_configs(profile) -> dict[str, ToyConfig]:
 def run_sweeps(profile, cache=None, *, only: list[str] | None = None,
                progress: bool = True) -> dict[str, dict[str, Any]]:
     """Every sweep of the profile, each stored as soon as it finishes (a rerun resumes)."""
-    from . import results
+    from layerlab import results
 
     cache = cache or results.Cache(profile.name)
     configs = sweep_configs(profile)
@@ -302,7 +302,7 @@ def signatures(profile, cache=None, *, progress: bool = True) -> "pd.DataFrame":
     `ToySettings.signature_steps` steps), cached per teacher type."""
     import pandas as pd
 
-    from . import results
+    from layerlab import results
 
     cache = cache or results.Cache(profile.name)
     spec = ToySettings.from_profile(profile)
@@ -320,7 +320,7 @@ def signatures(profile, cache=None, *, progress: bool = True) -> "pd.DataFrame":
 
 def assess(alphas: "pd.DataFrame", setting: str) -> list:
     """Chapter 04's claims from the final α of each sweep (tolerances: research/paper1.md §8)."""
-    from .claims import NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED, Claim, judge
+    from layerlab.claims import NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED, Claim, judge
 
     ordered = alphas.sort_values("step")
     final = ordered.groupby("sweep").tail(1)

@@ -21,8 +21,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from . import corpus, models, paths, results, training
-from .settings import FamilySettings
+from layerlab import corpus, models, paths, results, training
+from layerlab.settings import FamilySettings
 
 # the typed settings live with every other experiment's (layerlab.settings)
 FamilyConfig = FamilySettings

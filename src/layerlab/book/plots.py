@@ -11,7 +11,8 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from . import paper, scaling
+from layerlab import paper
+from layerlab.depth import scaling
 
 WIDTH = 480
 HEIGHT = 300

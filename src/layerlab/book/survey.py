@@ -7,8 +7,8 @@ from typing import Any
 
 import torch
 
-from . import corpus, evaluate, models, results
-from .profiles import Profile
+from layerlab import corpus, evaluate, models, results
+from layerlab.profiles import Profile
 
 CORPORA = ("wikipedia", "pydoc", "kjv", "shakespeare")
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import claims
+from layerlab import claims
 
 # id -> (paper, chapter notebook)
 SPEC_CLAIMS: dict[str, tuple[str, str]] = {
@@ -116,7 +116,7 @@ def spearman_matrix(layers: pd.DataFrame, inner: bool = True) -> pd.DataFrame:
 def family_scaling(losses: pd.DataFrame) -> dict[str, float]:
     """Loss vs depth of the family trained here: the fitted exponent, and whether loss falls
     monotonically with depth."""
-    from .geometry import loss_depth_fit
+    from layerlab.depth.geometry import loss_depth_fit
 
     fit = loss_depth_fit(losses)
     y = losses.sort_values("depth")["val_loss"].to_numpy()

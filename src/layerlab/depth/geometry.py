@@ -9,9 +9,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from . import corpus, family, hidden, models, results
-from .profiles import Profile
-from .settings import GeometrySettings
+from layerlab import corpus, hidden, models, results
+from layerlab.depth import family
+from layerlab.profiles import Profile
+from layerlab.settings import GeometrySettings
 
 EXPERIMENT = "hidden_geometry"
 FAMILY_PREFIX = "family-d"
@@ -245,7 +246,7 @@ def loss_depth_fit(losses: pd.DataFrame) -> dict[str, float]:
 def assess(summary: pd.DataFrame, slope: dict[str, float], dh_slope: dict[str, float],
            setting: str) -> list:
     """Chapter 02's claims, with verdicts from stated tolerances."""
-    from .claims import Claim, judge
+    from layerlab.claims import Claim, judge
 
     chapter = "02_hidden_state_geometry"
     deep = summary[summary["layers"] >= 8]

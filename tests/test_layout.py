@@ -1,0 +1,45 @@
+"""The package's layout holds: the ground floor (models, corpus, hidden, results, settings,
+paper, ...) imports neither wing; P1's wing (`depth`) and P2's (`anatomy`) never import each
+other; `book` (rendering) sits on top and nothing below imports it."""
+
+import ast
+from pathlib import Path
+
+import layerlab
+
+SRC = Path(layerlab.__file__).parent
+FLOORS = {"depth": {"anatomy", "book"}, "anatomy": {"depth", "book"}, "book": set(),
+          "": {"depth", "anatomy", "book"}}
+
+
+def _imports(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("layerlab"):
+            found.add(node.module)
+            found |= {f"{node.module}.{a.name}" for a in node.names}
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("layerlab")}
+    return found
+
+
+def _wing(dotted: str) -> str:
+    parts = dotted.split(".")
+    return parts[1] if len(parts) > 2 and parts[1] in FLOORS else ""
+
+
+def test_wings_import_the_ground_floor_never_each_other():
+    bad = []
+    for path in SRC.rglob("*.py"):
+        rel = path.relative_to(SRC)
+        home = rel.parts[0] if len(rel.parts) > 1 else ""
+        for dotted in _imports(path):
+            if _wing(dotted) in FLOORS[home]:
+                bad.append(f"{rel} imports {dotted}")
+    assert not bad, bad
+
+
+def test_every_module_names_the_chapters_that_use_it():
+    for path in SRC.rglob("*.py"):
+        doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+        assert "chapter" in doc.lower() or "page" in doc.lower(), path.relative_to(SRC)
