@@ -203,3 +203,25 @@ def test_record_registers_and_tabulates(tmp_path):
              for i in range(3)]
     shown = claims.record(found, "smoke", cache)
     assert len(shown) == 3 and list(claims.collect("smoke", cache)["id"]) == ["P2-0", "P2-1", "P2-2"]
+
+
+def test_stored_fits_and_tables_round_trip_and_are_read_back(tmp_path, monkeypatch):
+    import pandas as pd
+
+    monkeypatch.setenv("LAYERLAB_RESULTS", str(tmp_path))
+    calls = []
+    frame = pd.DataFrame({"cut": [1, 2], "alpha_l": [1.25, 0.1 + 0.2], "converged": [True, False],
+                          "recipe": ["paper", "converged"]})
+
+    def compute():
+        calls.append(1)
+        return frame
+
+    first = scaling.stored("smoke", "t", compute, cuts=(1, 2))
+    again = scaling.stored("smoke", "t", compute, cuts=(1, 2))
+    assert calls == [1]
+    pd.testing.assert_frame_equal(first, frame)
+    pd.testing.assert_frame_equal(again, frame)
+    fit = scaling.Fit("paper", {"alpha_l": 1.2}, {"alpha_l": 0.3}, 203, 0.003, 0.01, 0.004)
+    assert scaling.stored("smoke", "f", lambda: fit) == fit
+    assert scaling.stored("smoke", "t", compute, cuts=(1, 3)) is not None and calls == [1, 1]

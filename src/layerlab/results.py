@@ -34,6 +34,7 @@ from layerlab import paths, provenance
 # that experiment changes what it stores; the old records then stop matching.
 SCHEMAS: dict[str, tuple[int, tuple[str, ...]]] = {
     "models_and_data": (1, ("corpora",)),
+    "depth_scaling": (1, ("chinchilla",)),
     "hidden_geometry": (1, ("corpora",)),
     "depth_family": (1, ("corpora",)),
     "toy_sweeps": (1, ()),

@@ -37,7 +37,8 @@ KEPT_MIME = ("text/plain", "text/html", "text/markdown", "text/latex", "image/sv
 def _clean(text: str) -> str:
     for pattern, repl in VOLATILE:
         text = pattern.sub(repl, text)
-    return text
+    # a masked value of another length (a commit with "+dirty") re-pads a table's columns
+    return re.sub(r"[ \t]+", " ", text)
 
 
 def _is_progress(out: dict[str, Any]) -> bool:

@@ -20,7 +20,7 @@ Used by chapters 01 and 11.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -479,8 +479,9 @@ def profile_interval(profile: pd.DataFrame, threshold: float = 3.84) -> tuple[fl
 PAPER_REPORTED = {**paper.P1_FIT.value, "headline_alpha_l": paper.P1_ALPHA_L.value,
                   "headline_pm": paper.P1_ALPHA_L_PM.value}
 # the band α_ℓ must stay in across outlier cuts: the paper's headline 1.2 ± 0.3
-HEADLINE_BAND = (paper.P1_ALPHA_L.value - paper.P1_ALPHA_L_PM.value,
-                 paper.P1_ALPHA_L.value + paper.P1_ALPHA_L_PM.value)
+# (rounded: 1.2 − 0.3 is 0.8999999999999999 in floating point)
+HEADLINE_BAND = (round(paper.P1_ALPHA_L.value - paper.P1_ALPHA_L_PM.value, 9),
+                 round(paper.P1_ALPHA_L.value + paper.P1_ALPHA_L_PM.value, 9))
 # Hoffmann et al. (2022), Chinchilla's parameter exponent, as the paper compares with it.
 CHINCHILLA_ALPHA_N = paper.P1_CHINCHILLA_ALPHA_N.value
 
@@ -614,3 +615,35 @@ def fit_scipy(data: pd.DataFrame, start: Fit, *, n_excluded: int = PAPER_EXCLUDE
                         xtol=1e-15, ftol=1e-15, gtol=1e-15, max_nfev=20_000)
     return summarise(sol.x, d, "scipy least_squares (LM)", n_excluded=n_excluded,
                      scipy_status=int(sol.status))
+
+
+# --- chapter 01's results through the results cache ------------------------------------------------
+def _encode(value: Any) -> dict[str, Any]:
+    if isinstance(value, Fit):
+        return {"fit": value.to_dict()}
+    if isinstance(value, pd.DataFrame):
+        return {"frame": {"columns": [str(c) for c in value.columns],
+                          "index": value.index.tolist(), "index_name": value.index.name,
+                          "data": value.to_numpy(dtype=object).tolist()}}
+    raise TypeError(f"cannot store {type(value).__name__}: a Fit or a DataFrame")
+
+
+def _decode(stored_: dict[str, Any]) -> Any:
+    if "fit" in stored_:
+        return Fit.from_dict(stored_["fit"])
+    f = stored_["frame"]
+    frame = pd.DataFrame(f["data"], columns=f["columns"], index=f["index"]).infer_objects()
+    frame.index.name = f["index_name"]
+    return frame
+
+
+def stored(profile: str, name: str, compute: Callable[[], Any], **key: Any) -> Any:
+    """`compute()` (a fit or a table of chapter 01) cached under `name` and the settings in
+    `key`, with the Chinchilla CSV's hash: a re-execution reads the stored numbers, so the page is
+    the same on every machine (float32 Adam over 50,000 steps is not bit-reproducible across
+    CPUs). The value is always the stored round trip, computed or read."""
+    from layerlab import results
+
+    value = results.Cache(profile).cached("depth_scaling", {"name": name, **key},
+                                          lambda: _encode(compute()))
+    return _decode(value)
