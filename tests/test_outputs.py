@@ -53,3 +53,22 @@ def test_missing_output_error_and_changed_code_are_caught():
     fresh = copy.deepcopy(BASE)
     fresh["cells"][1]["source"] = "table2"
     assert "make sync" in outputs.differences(BASE, fresh)[0]
+
+
+def test_last_bit_float_noise_is_ignored_but_a_printed_digit_is_not():
+    chart = '{"data": {"name": "data-%s"}, "datasets": {"error": %s}}'
+    a = _nb(("chart", [_text(chart % ("a" * 32, "0.18318423698402692"))]))
+    b = _nb(("chart", [_text(chart % ("b" * 32, "0.18318423698402547"))]))  # another CPU
+    assert outputs.differences(a, b) == []
+    c = _nb(("chart", [_text(chart % ("c" * 32, "0.18318523698402547"))]))  # a real change
+    assert outputs.differences(a, c)
+    assert outputs.differences(_nb(("t", [_text("α 1.2015")])), _nb(("t", [_text("α 1.2016")])))
+    assert outputs.differences(_nb(("t", [_text("L11 core")])), _nb(("t", [_text("L12 core")])))
+
+
+def test_only_the_provenance_commit_is_masked():
+    out = outputs.normalise([_text("git_commit  4fb8ef0a1b2c+dirty\nratio 0.184318423698")])
+    assert "COMMIT" in out[0] and "0.184318423698" in out[0]
+    html = outputs.normalise([{"output_type": "display_data", "metadata": {}, "data": {
+        "text/html": "<th>git_commit</th>\n      <td>66d043d1a2b3</td>"}}])
+    assert "66d043d" not in html[0]

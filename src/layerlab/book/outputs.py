@@ -26,11 +26,19 @@ from layerlab import paths
 
 VOLATILE = [
     (re.compile(r"altair-viz-[0-9a-f]+"), "altair-viz-ID"),
+    (re.compile(r"\bdata-[0-9a-f]{32}\b"), "data-HASH"),  # Altair names a dataset by its hash
     (re.compile(r"\b0x[0-9a-f]{6,}\b"), "0xADDRESS"),
     (re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?"), "DATE"),
-    (re.compile(r"\b[0-9a-f]{12}(?:\+dirty)?\b"), "COMMIT"),  # git_commit in provenance blocks
+    # the commit of a provenance block (text row, HTML cell or JSON field), nothing else: a bare
+    # 12-digit pattern would also hit the digits of a float
+    (re.compile(r"(git_commit\W*?(?:</th>\s*<td>)?\s*)[0-9a-f]{7,40}(?:\+dirty)?"), r"\1COMMIT"),
     (re.compile(r"\b\d+(?:\.\d+)? ?(?:s|ms|sec|seconds|min)\b(?= |$|\)|,|\.|<)"), "TIME"),
 ]
+# Numbers are compared with a tolerance far below anything a page prints: the last bits of a
+# float64 sum or product differ between CPUs (SIMD width, BLAS kernels), and chart data carries
+# full precision.
+NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
+REL_TOL, ABS_TOL = 1e-9, 1e-12
 KEPT_MIME = ("text/plain", "text/html", "text/markdown", "text/latex", "image/svg+xml")
 
 
@@ -70,6 +78,18 @@ def normalise(outputs: list[dict[str, Any]]) -> list[str]:
     return parts
 
 
+def same(a: str, b: str) -> bool:
+    """Equal text, numbers equal within REL_TOL / ABS_TOL."""
+    import math
+
+    if a == b:
+        return True
+    if NUMBER.split(a) != NUMBER.split(b):
+        return False
+    return all(x == y or math.isclose(float(x), float(y), rel_tol=REL_TOL, abs_tol=ABS_TOL)
+               for x, y in zip(NUMBER.findall(a), NUMBER.findall(b)))
+
+
 def differences(committed: dict[str, Any], fresh: dict[str, Any], *, context: int = 2) -> list[str]:
     """Human-readable differences between two executed notebooks, cell by cell."""
     def cells(nb):
@@ -81,7 +101,7 @@ def differences(committed: dict[str, Any], fresh: dict[str, Any], *, context: in
     found = []
     for i, (ca, cb) in enumerate(zip(a, b)):
         old, new = normalise(ca.get("outputs", [])), normalise(cb.get("outputs", []))
-        if old != new:
+        if len(old) != len(new) or not all(same(x, y) for x, y in zip(old, new)):
             diff = difflib.unified_diff("\n".join(old).splitlines(), "\n".join(new).splitlines(),
                                         "committed", "fresh", n=context, lineterm="")
             head = "".join(ca["source"]).strip().splitlines()[:1]
