@@ -193,3 +193,25 @@ def test_page_renders_in_headless_chromium(built_site, browser, doc):
     assert not vega, f"{doc}: Vega warnings {vega}"
     assert not refused, f"{doc} asked for resources outside the site: {refused}"
     page.close()
+
+
+def test_a_chart_page_opened_from_disk_renders_offline(built_site, browser):
+    """What the README promises: open _build/html from disk, no network, every chart drawn."""
+    doc = "notebooks/05_importance_map"
+    refused: list[str] = []
+    page = browser.new_page()
+
+    def handler(route):
+        if route.request.url.startswith("file://"):
+            return route.continue_()
+        refused.append(route.request.url)
+        return route.abort()
+
+    page.route("**/*", handler)
+    page.goto((built_site / f"{doc}.html").as_uri(), wait_until="load")
+    charts = _altair_outputs(ROOT / f"{doc}.ipynb")
+    page.wait_for_function("document.querySelectorAll('.vega-embed svg.marks, "
+                           f".vega-embed canvas.marks').length >= {charts}", timeout=30_000)
+    assert "Error loading script" not in page.inner_text("body")
+    assert not refused, refused
+    page.close()
