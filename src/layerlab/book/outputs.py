@@ -90,6 +90,11 @@ def same(a: str, b: str) -> bool:
                for x, y in zip(NUMBER.findall(a), NUMBER.findall(b)))
 
 
+def _clip(line: str, width: int = 240) -> str:
+    """A diff line of a chart's one-line HTML is megabytes: keep its start."""
+    return line if len(line) <= width else line[:width] + f" … ({len(line)} characters)"
+
+
 def differences(committed: dict[str, Any], fresh: dict[str, Any], *, context: int = 2) -> list[str]:
     """Human-readable differences between two executed notebooks, cell by cell."""
     def cells(nb):
@@ -105,8 +110,8 @@ def differences(committed: dict[str, Any], fresh: dict[str, Any], *, context: in
             diff = difflib.unified_diff("\n".join(old).splitlines(), "\n".join(new).splitlines(),
                                         "committed", "fresh", n=context, lineterm="")
             head = "".join(ca["source"]).strip().splitlines()[:1]
-            found.append(f"code cell {i + 1} ({head[0] if head else ''}):\n"
-                         + "\n".join(list(diff)[:40]))
+            lines = [_clip(line) for line in list(diff)[:40]]
+            found.append(f"code cell {i + 1} ({head[0] if head else ''}):\n" + "\n".join(lines))
     return found
 
 
