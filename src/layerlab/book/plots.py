@@ -346,8 +346,11 @@ def importance_bars(table: pd.DataFrame) -> alt.Chart:
         .mark_bar()
         .encode(
             x=alt.X("layer:O", title="layer (0-based)"),
-            y=alt.Y("abs_deg:Q", scale=alt.Scale(type="log", domainMin=1e-2),
+            # bars on a log axis need an explicit base (the default, a stack from 0, draws
+            # bars of zero height) and no stacking
+            y=alt.Y("abs_deg:Q", scale=alt.Scale(type="log", domainMin=1e-2), stack=None,
                     title="|degradation| % (log scale)"),
+            y2=alt.datum(1e-2),
             color=alt.Color("sign:N", scale=SIGN_COLORS, title=None,
                             legend=alt.Legend(orient="bottom")),
             tooltip=["set", "method", "layer", "class", alt.Tooltip("ppl:Q", format=",.2f"),
@@ -401,8 +404,9 @@ def strategy_bars(joint: pd.DataFrame) -> alt.Chart:
         .mark_bar()
         .encode(
             y=alt.Y("strategy:N", sort="-x", title=None),
-            x=alt.X("abs_deg:Q", scale=alt.Scale(type="log", domainMin=1e-1),
+            x=alt.X("abs_deg:Q", scale=alt.Scale(type="log", domainMin=1e-1), stack=None,
                     title="|degradation| % (log scale)"),
+            x2=alt.datum(1e-1),  # the base of the bars on a log axis (see importance_bars)
             color=alt.Color("sign:N", scale=SIGN_COLORS, title=None,
                             legend=alt.Legend(orient="bottom")),
             row=alt.Row("set:N", title=None),
