@@ -7,9 +7,27 @@ import argparse
 import os
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from layerlab import paths
+
+
+@contextmanager
+def environ(**values: str) -> Iterator[None]:
+    """Set environment variables for the duration of a block, then restore what was there
+    (notebook kernels, the dry run and the freshness gate inherit them)."""
+    before = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def execute_notebook(py_path: Path, profile: str, timeout: int | None = None, *,
@@ -25,16 +43,9 @@ def execute_notebook(py_path: Path, profile: str, timeout: int | None = None, *,
 
     nb = jupytext.read(py_path)
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    env_before = os.environ.get("LAYERLAB_PROFILE")
-    os.environ["LAYERLAB_PROFILE"] = profile  # the kernel inherits the environment
-    try:
+    with environ(LAYERLAB_PROFILE=profile):  # the kernel inherits the environment
         NotebookClient(nb, timeout=timeout, kernel_name="python3", store_widget_state=True,
                        resources={"metadata": {"path": str(cwd or py_path.parent)}}).execute()
-    finally:
-        if env_before is None:
-            os.environ.pop("LAYERLAB_PROFILE", None)
-        else:
-            os.environ["LAYERLAB_PROFILE"] = env_before
     out = out or py_path.with_suffix(".ipynb")
     nbformat.write(nb, out)
     return out

@@ -16,6 +16,7 @@ from typing import Any
 
 from layerlab import paper
 from layerlab.settings import (
+    EXPERIMENT_SETTINGS,
     MAP_METHODS,
     AnatomySettings,
     DepthScalingSettings,
@@ -66,7 +67,7 @@ class Profile:
             **{f: s.shrunk() for f, s in self.settings().items()})
 
 
-SETTINGS_FIELDS = ("depth_scaling", "family", "geometry", "toy", "anatomy", "growth")
+SETTINGS_FIELDS = tuple(cls.profile_field for cls in EXPERIMENT_SETTINGS)
 
 # The Chinchilla fit is exact and cheap (seconds), so cpu and gpu run it at full size.
 FULL_DEPTH_SCALING = DepthScalingSettings()

@@ -63,6 +63,15 @@ class _Settings:
     def validate(self) -> None:  # overridden where there is more to check
         pass
 
+    profile_field = ""  # set by each experiment's settings: the Profile field that holds them
+
+    @classmethod
+    def from_profile(cls, profile):
+        """This experiment's settings in `profile`."""
+        if not cls.profile_field:
+            raise TypeError(f"{cls.__name__} is part of an experiment's settings, not one")
+        return getattr(profile, cls.profile_field)
+
     def replace(self, **changes: Any):
         return dataclasses.replace(self, **changes)
 
@@ -83,9 +92,7 @@ class DepthScalingSettings(_Settings):
     profile_grid: tuple[float, float, int] = (0.8, 2.4, 33)  # α_ℓ from, to, points
     held_out_splits: int = 10
 
-    @classmethod
-    def from_profile(cls, profile) -> "DepthScalingSettings":
-        return profile.depth_scaling
+    profile_field = "depth_scaling"
 
     def validate(self) -> None:
         _check(self.adam_steps > 0 and self.bootstrap > 1 and self.held_out_splits > 1,
@@ -120,9 +127,7 @@ class FamilySettings(_Settings):
     corpus: str = "wikipedia"
     seed: int = 0
 
-    @classmethod
-    def from_profile(cls, profile) -> "FamilySettings":
-        return profile.family
+    profile_field = "family"
 
     @property
     def tokens_per_model(self) -> int:
@@ -162,9 +167,7 @@ class GeometrySettings(_Settings):
     primary: str | None = None  # the model standing in for Pythia-410m (None: the first)
     models: tuple[str, ...] | None = None  # None: the profile's models
 
-    @classmethod
-    def from_profile(cls, profile) -> "GeometrySettings":
-        return profile.geometry
+    profile_field = "geometry"
 
     def validate(self) -> None:
         _check((self.tokens is None) != (self.documents is None),
@@ -250,9 +253,7 @@ class ToySettings(_Settings):
     sweeps: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     eval_batches: int = 10
 
-    @classmethod
-    def from_profile(cls, profile) -> "ToySettings":
-        return profile.toy
+    profile_field = "toy"
 
     def validate(self) -> None:
         _check(len(self.sweeps) > 0, "the toy needs at least one sweep")
@@ -356,9 +357,7 @@ class AnatomySettings(_Settings):
     tiny_layers: int = 6  # layers of a tiny-* model
     dtype: str | None = None  # None: float32
 
-    @classmethod
-    def from_profile(cls, profile) -> "AnatomySettings":
-        return profile.anatomy
+    profile_field = "anatomy"
 
     def validate(self) -> None:
         _check(set(self.map_methods) <= {"E0", "E1"} and self.map_methods,
@@ -435,9 +434,7 @@ class GrowthSettings(_Settings):
     regimes: tuple[str, ...]
     seeds: tuple[int, ...]
 
-    @classmethod
-    def from_profile(cls, profile) -> "GrowthSettings":
-        return profile.growth
+    profile_field = "growth"
 
     def validate(self) -> None:
         _check(set(self.regimes) <= {"natural", "memorise"} and self.regimes,

@@ -65,13 +65,17 @@ def render(stem: str) -> str:
     return TEMPLATE.format(tag=TAG_LINE, url=repository_url(), extras="".join(lines))
 
 
+# a code cell's `# %%` line (tags allowed, markdown not), then every line up to the next cell
+_CODE_CELL = re.compile(r"^# %%(?! \[markdown\])(?: tags=\[[^\]]*\])?\n(?:(?!# %%).*(?:\n|$))*",
+                        re.M)
+
+
 def first_code_cell(text: str) -> re.Match[str]:
     """The first code cell of a py:percent text (from its `# %%` line to the next cell)."""
-    start = re.search(r"^# %%(?! \[markdown\])(?: tags=\[[^\]]*\])?$", text, re.M)
-    if start is None:
+    cell = _CODE_CELL.search(text)
+    if cell is None:
         raise ValueError("no code cell")
-    end = re.compile(r"^# %%", re.M).search(text, start.end())
-    return re.compile(r"(?s).*").match(text, start.start(), end.start() if end else len(text))
+    return cell
 
 
 def sync(py: Path) -> bool:

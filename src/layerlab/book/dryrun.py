@@ -13,7 +13,6 @@ Used by `make gpu-dry` and `tests/test_gpu_dry.py` (every chapter, 00–11).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 import time
@@ -21,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from layerlab import profiles
+from layerlab import cli, profiles
 
 # hub organisation / name prefix -> the tiny architecture that stands in for it
 ARCHITECTURES = {
@@ -106,16 +105,8 @@ def environment(workdir: Path) -> Iterator[dict[str, str]]:
         "HF_HOME": str(hf_home), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_CACHE": str(workdir / "datasets"),
     }
-    before = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
+    with cli.environ(**env):
         yield env
-    finally:
-        for k, v in before.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def run(chapters: list[str] | None = None, *, workdir: Path | None = None,
@@ -123,8 +114,6 @@ def run(chapters: list[str] | None = None, *, workdir: Path | None = None,
     """Execute the chapters (default: all) under the dry gpu profile; seconds per chapter.
     Raises with the chapter's name on the first cell that fails."""
     import shutil
-
-    from layerlab import cli
 
     own = workdir is None
     workdir = Path(tempfile.mkdtemp(prefix="layerlab-gpu-dry-")) if own else workdir

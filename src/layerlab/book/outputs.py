@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
-import os
 import re
 import shutil
 import sys
@@ -123,32 +122,26 @@ def check(chapters: list[str] | None = None, *, profile: str = "cpu",
 
     root = paths.results_dir()
     work = Path(tempfile.mkdtemp(prefix="layerlab-check-"))
-    env = {"LAYERLAB_CACHE_ONLY": "1", "LAYERLAB_RESULTS": str(work / "results")}
-    before = {k: os.environ.get(k) for k in env}
     found: dict[str, list[str]] = {}
     try:
         if (root / profile).is_dir():
             shutil.copytree(root / profile, work / "results" / profile)
-        os.environ.update(env)
-        for py in cli._notebooks(chapters or []):
-            start = time.perf_counter()
-            out = work / py.with_suffix(".ipynb").name
-            try:
-                cli.execute_notebook(py, profile, timeout, out=out)
-            except Exception as err:  # a cell failed: a missing result, or a code error
-                found[py.stem] = [f"execution failed: {str(err)[-1500:]}"]
-            else:
-                found[py.stem] = differences(json.loads(py.with_suffix(".ipynb").read_text()),
-                                             json.loads(out.read_text()))
-            state = "ok" if not found[py.stem] else f"{len(found[py.stem])} difference(s)"
-            print(f"check-outputs: {py.stem} {state} ({time.perf_counter() - start:.0f} s)",
-                  flush=True)
+        with cli.environ(LAYERLAB_CACHE_ONLY="1", LAYERLAB_RESULTS=str(work / "results")):
+            for py in cli._notebooks(chapters or []):
+                start = time.perf_counter()
+                out = work / py.with_suffix(".ipynb").name
+                try:
+                    cli.execute_notebook(py, profile, timeout, out=out)
+                except Exception as err:  # a cell failed: a missing result, or a code error
+                    found[py.stem] = [f"execution failed: {str(err)[-1500:]}"]
+                else:
+                    found[py.stem] = differences(
+                        json.loads(py.with_suffix(".ipynb").read_text()),
+                        json.loads(out.read_text()))
+                state = "ok" if not found[py.stem] else f"{len(found[py.stem])} difference(s)"
+                print(f"check-outputs: {py.stem} {state} ({time.perf_counter() - start:.0f} s)",
+                      flush=True)
     finally:
-        for k, v in before.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
         shutil.rmtree(work, ignore_errors=True)
     return found
 
