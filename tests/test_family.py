@@ -42,7 +42,7 @@ def test_resume_after_interruption_gives_the_same_model():
     resumed = family.train(2, CFG, progress=False)
     resumed_weights = family.load_member(2, CFG).model.state_dict()
 
-    other = CFG.__class__(**{**CFG.__dict__, "seed": CFG.seed})  # same config, fresh folder
+    other = CFG.replace()  # same config, fresh folder
     import shutil
     shutil.rmtree(family.folder(CFG))
     straight = family.train(2, other, progress=False)
@@ -56,4 +56,22 @@ def test_resume_after_interruption_gives_the_same_model():
 def test_load_member_retrains_when_weights_are_missing():
     lm = family.load_member(1, CFG)
     assert lm.n_layers == 1
-    assert (family.folder(CFG) / "depth-1.ckpt").is_file()
+    assert family.checkpoint(1, CFG).is_file()
+
+
+def test_seeds_give_different_members_and_batches():
+    cfg = CFG.replace(seeds=(0, 1))
+    tok = family.build(1, cfg).tokenizer
+    assert not torch.equal(family._train_blocks(cfg, tok, 0), family._train_blocks(cfg, tok, 1))
+    a, b = family.build(2, cfg, 0).model.state_dict(), family.build(2, cfg, 1).model.state_dict()
+    assert any(not torch.equal(a[k], b[k]) for k in a)
+    assert family.checkpoint(2, cfg, 0) != family.checkpoint(2, cfg, 1)
+
+
+def test_train_family_runs_every_depth_for_every_seed(tmp_path):
+    from layerlab import results
+
+    cfg = CFG.replace(seeds=(0, 1), steps=8, eval_every=8, checkpoint_every=8, warmup=2)
+    out = family.train_family(cfg, "smoke", results.Cache("smoke", tmp_path), progress=False)
+    assert sorted(out) == ["depth-1-s0", "depth-1-s1", "depth-2-s0", "depth-2-s1"]
+    assert {r["seed"] for r in out.values()} == {0, 1}

@@ -152,9 +152,12 @@ PROFILES: dict[str, Profile] = {
         seq_len=512,
         batch_size=2,
         depth_scaling=FULL_DEPTH_SCALING,
-        # 1200 steps x 16 x 128 bytes = 2.5M tokens each, ~1.1 passes over the train split
-        family=FamilySettings(depths=(2, 4, 8, 16, 32), width=64, seq_len=128, batch_size=16,
-                              steps=1200, eval_every=100),
+        # six depths x two seeds; 1200 steps x 16 x 128 bytes = 2.5M tokens each (~1.1 passes
+        # over the train split); lr 2e-3 (3e-3 left depth 16 behind depth 8); validation on
+        # 16k bytes so that depth differences of 0.01 nats are not evaluation noise
+        family=FamilySettings(depths=(2, 4, 6, 8, 12, 16), width=64, seq_len=128, batch_size=16,
+                              steps=1200, lr=2e-3, warmup=60, eval_every=100, eval_blocks=128,
+                              seeds=(0, 1)),
         geometry=GeometrySettings(tokens=32 * 512, seq_len=512, batch_size=2, profiles=8000,
                                   family_tokens=64 * 128),
         # P1's cheap version (research/paper1.md §9): teacher depth 64, students 2-16,
@@ -190,7 +193,7 @@ PROFILES: dict[str, Profile] = {
         depth_scaling=FULL_DEPTH_SCALING,
         family=FamilySettings(depths=(2, 4, 8, 16, 32, 64), width=256, heads=8, seq_len=256,
                               batch_size=32, steps=3000, lr=1e-3, warmup=100, eval_every=250,
-                              checkpoint_every=250),
+                              eval_blocks=256, checkpoint_every=250, seeds=(0, 1, 2)),
         # P1's setting: 4,800 FineWeb documents x 1,024 tokens, bf16 weights, float32
         # geometry; device_map="auto" runs models larger than the GPU layer by layer
         geometry=GeometrySettings(

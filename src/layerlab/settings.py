@@ -125,7 +125,7 @@ class FamilySettings(_Settings):
     eval_blocks: int = 32
     checkpoint_every: int = 100
     corpus: str = "wikipedia"
-    seed: int = 0
+    seeds: tuple[int, ...] = (0,)  # every depth is trained once per seed (the seed spread)
 
     profile_field = "family"
 
@@ -140,12 +140,23 @@ class FamilySettings(_Settings):
                    self.checkpoint_every) > 0, f"family sizes must be positive: {self}")
         _check(0 <= self.warmup < self.steps, f"warmup {self.warmup} must be below steps {self.steps}")
         _check(self.lr > 0, f"lr must be positive, got {self.lr}")
+        _check(isinstance(self.seeds, tuple) and len(self.seeds) > 0
+               and all(isinstance(s, int) and s >= 0 for s in self.seeds)
+               and len(set(self.seeds)) == len(self.seeds),
+               f"family seeds must be distinct non-negative ints: {self.seeds!r}")
+
+    @property
+    def seed(self) -> int:
+        """The seed whose members the geometry chapters measure."""
+        return self.seeds[0]
 
     def key(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if k != "depths"}
+        """Shared by every member: a member's depth and seed name its record."""
+        return {k: v for k, v in asdict(self).items() if k not in ("depths", "seeds")}
 
     def shrunk(self) -> "FamilySettings":
-        return self.replace(depths=tuple(sorted(self.depths)[:3]), width=32, heads=2, seq_len=32,
+        return self.replace(depths=tuple(sorted(self.depths)[:3]), seeds=self.seeds[:1],
+                            width=32, heads=2, seq_len=32,
                             batch_size=2, steps=8, warmup=2, eval_every=4, eval_blocks=2,
                             checkpoint_every=4)
 

@@ -1,6 +1,7 @@
 """A depth family trained here: GPT-NeoX-style byte-level LMs of one width and several depths,
 trained on the same tokens of vendored Wikipedia text. It stands in for the Pythia suite offline
-and gives a measured loss-vs-depth curve.
+and gives a measured loss-vs-depth curve; every depth is trained once per seed (`seeds`), and the
+seed spread says how much of a loss difference between depths is noise.
 
 Every member sees the same batches in the same order (the same token budget), starts from a
 seeded initialisation, and checkpoints atomically every `checkpoint_every` steps: an interrupted
@@ -37,8 +38,18 @@ def folder(cfg: FamilyConfig) -> Path:
     return paths.cache_dir() / "family" / results.config_hash(cfg.key())
 
 
-def build(depth: int, cfg: FamilyConfig) -> models.LoadedModel:
-    """A freshly initialised member (seeded: the same depth always starts from the same weights)."""
+def _seed(cfg: FamilyConfig, seed: int | None) -> int:
+    return cfg.seed if seed is None else seed
+
+
+def member_name(depth: int, seed: int) -> str:
+    return f"depth-{depth}-s{seed}"
+
+
+def build(depth: int, cfg: FamilyConfig, seed: int | None = None) -> models.LoadedModel:
+    """A freshly initialised member (seeded: the same depth and seed always start from the same
+    weights). Also the untrained control of the geometry chapters."""
+    seed = _seed(cfg, seed)
     from transformers import AutoModelForCausalLM, GPTNeoXConfig
 
     tok = models.byte_tokenizer()
@@ -46,15 +57,16 @@ def build(depth: int, cfg: FamilyConfig) -> models.LoadedModel:
                            num_attention_heads=cfg.heads, intermediate_size=4 * cfg.width,
                            max_position_embeddings=cfg.seq_len, tie_word_embeddings=False)
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(cfg.seed + depth)
+        torch.manual_seed(1000 * seed + depth)
         model = AutoModelForCausalLM.from_config(config)
     return models.wrap(f"family-d{depth}", model, tok, source=f"trained here ({cfg.width} wide)")
 
 
-def _train_blocks(cfg: FamilyConfig, tok) -> torch.Tensor:
+def _train_blocks(cfg: FamilyConfig, tok, seed: int | None = None) -> torch.Tensor:
+    """The batches of one seed: every depth of that seed sees the same ones in the same order."""
     blocks = corpus.token_blocks(tok, cfg.corpus, n_tokens=10**9, seq_len=cfg.seq_len,
                                  split="train", allow_fewer=True)
-    return training.shuffled_batches(blocks, cfg.steps, cfg.batch_size, cfg.seed)
+    return training.shuffled_batches(blocks, cfg.steps, cfg.batch_size, _seed(cfg, seed))
 
 
 def _eval_blocks(cfg: FamilyConfig, tok) -> torch.Tensor:
@@ -67,7 +79,11 @@ def eval_loss(lm: models.LoadedModel, blocks: torch.Tensor, batch_size: int = 16
     return training.mean_loss(lm.model, blocks, batch_size)
 
 
-def train(depth: int, cfg: FamilyConfig, *, progress: bool = True,
+def checkpoint(depth: int, cfg: FamilyConfig, seed: int | None = None) -> Path:
+    return folder(cfg) / f"{member_name(depth, _seed(cfg, seed))}.ckpt"
+
+
+def train(depth: int, cfg: FamilyConfig, seed: int | None = None, *, progress: bool = True,
           stop_after: int | None = None) -> dict[str, Any]:
     """Train one member (resuming from its checkpoint if one exists); returns its curve.
 
@@ -75,19 +91,20 @@ def train(depth: int, cfg: FamilyConfig, *, progress: bool = True,
     """
     from tqdm.auto import tqdm
 
-    lm = build(depth, cfg)
+    seed = _seed(cfg, seed)
+    lm = build(depth, cfg, seed)
     tok = lm.tokenizer
-    train_blocks, val_blocks = _train_blocks(cfg, tok), _eval_blocks(cfg, tok)
+    train_blocks, val_blocks = _train_blocks(cfg, tok, seed), _eval_blocks(cfg, tok)
     opt = torch.optim.AdamW(lm.model.parameters(), lr=cfg.lr, betas=(0.9, 0.95),
                             weight_decay=cfg.weight_decay)
-    ckpt_path = folder(cfg) / f"depth-{depth}.ckpt"
+    ckpt_path = checkpoint(depth, cfg, seed)
     state = {"step": 0, "curve": [], "seconds": 0.0}
     if ckpt_path.is_file():
         saved = torch.load(ckpt_path, weights_only=False)
         lm.model.load_state_dict(saved["model"])
         opt.load_state_dict(saved["opt"])
         state = saved["state"]
-    bar = tqdm(range(state["step"], cfg.steps), desc=f"train depth {depth}", disable=not progress,
+    bar = tqdm(range(state["step"], cfg.steps), desc=f"train depth {depth} seed {seed}", disable=not progress,
                initial=state["step"], total=cfg.steps, leave=False)
     started = time.perf_counter()
     for step in bar:
@@ -115,19 +132,19 @@ def train(depth: int, cfg: FamilyConfig, *, progress: bool = True,
         if stop_after is not None and done >= stop_after:
             break
     final = state["curve"][-1] if state["curve"] else {}
-    return {"depth": depth, "params": lm.n_params, "steps_done": state["step"],
+    return {"depth": depth, "seed": seed, "params": lm.n_params, "steps_done": state["step"],
             "finished": state["step"] >= cfg.steps, "seconds": state["seconds"],
             "val_loss": final.get("val_loss"), "curve": state["curve"]}
 
 
-def load_member(depth: int, cfg: FamilyConfig) -> models.LoadedModel:
+def load_member(depth: int, cfg: FamilyConfig, seed: int | None = None) -> models.LoadedModel:
     """A trained member, retrained from scratch if its weights are not in the cache."""
-    path = folder(cfg) / f"depth-{depth}.ckpt"
+    path = checkpoint(depth, cfg, seed)
     saved = torch.load(path, weights_only=False) if path.is_file() else None
     if saved is None or saved["state"]["step"] < cfg.steps:
-        train(depth, cfg)
+        train(depth, cfg, seed)
         saved = torch.load(path, weights_only=False)
-    lm = build(depth, cfg)
+    lm = build(depth, cfg, seed)
     lm.model.load_state_dict(saved["model"])
     lm.model.eval()
     return lm
@@ -135,8 +152,10 @@ def load_member(depth: int, cfg: FamilyConfig) -> models.LoadedModel:
 
 def train_family(cfg: FamilyConfig, profile: str, cache: results.Cache | None = None,
                  *, progress: bool = True) -> dict[str, dict[str, Any]]:
-    """Every depth of the family, each result cached as soon as it finishes (a rerun resumes)."""
+    """Every depth × seed of the family, each result cached as soon as it finishes (a rerun
+    resumes)."""
     cache = cache or results.Cache(profile)
-    return cache.for_each("depth_family", cfg.key(), {f"depth-{d}": d for d in cfg.depths},
-                          lambda _name, depth: train(depth, cfg, progress=progress),
+    members = {member_name(d, s): {"depth": d, "seed": s} for s in cfg.seeds for d in cfg.depths}
+    return cache.for_each("depth_family", cfg.key(), members,
+                          lambda _name, m: train(m["depth"], cfg, m["seed"], progress=progress),
                           progress=progress)
