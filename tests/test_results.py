@@ -148,9 +148,9 @@ def test_key_holds_schema_version_and_input_hashes(cache, tmp_path, monkeypatch)
     assert cache.path("anatomy_base", {"set": "E0"}) != before
     assert cache.get("anatomy_base", {"set": "E0"}) is None
     # a schema bump (the experiment's code changed what it computes) does the same
-    cache.put("toy_sweeps", {"a": 1}, 2)
-    monkeypatch.setitem(results.SCHEMAS, "toy_sweeps", (2, ()))
-    assert cache.get("toy_sweeps", {"a": 1}) is None
+    cache.put("toy_students", {"a": 1}, 2)
+    monkeypatch.setitem(results.SCHEMAS, "toy_students", (2, ()))
+    assert cache.get("toy_students", {"a": 1}) is None
 
 
 def test_every_committed_experiment_has_a_schema():
@@ -213,10 +213,10 @@ def test_status_counts_dirty_and_stale_records(cache, monkeypatch):
     from layerlab import provenance
 
     monkeypatch.setattr(provenance, "git_commit", lambda: "abcdef123456")
-    cache.put("toy_sweeps", {"a": 1}, 1)
+    cache.put("toy_students", {"a": 1}, 1)
     monkeypatch.setattr(provenance, "git_commit", lambda: "abcdef123456+dirty")
-    cache.put("toy_sweeps", {"a": 2}, 2)
+    cache.put("toy_students", {"a": 2}, 2)
     rows = results.status("smoke", cache.root)
     assert sorted((r["dirty"], r["stale"]) for r in rows) == [(False, False), (True, False)]
-    monkeypatch.setitem(results.SCHEMAS, "toy_sweeps", (2, ()))  # the code moved on
+    monkeypatch.setitem(results.SCHEMAS, "toy_students", (2, ()))  # the code moved on
     assert all(r["stale"] for r in results.status("smoke", cache.root))

@@ -134,3 +134,48 @@ def test_replicate_summary_averages_over_seeds():
     out = toy.replicate_summary(pd.DataFrame(rows))
     assert out.loc[0, "alpha_mean"] == 1.5 and out.loc[0, "replicates"] == 2
     assert out.loc[0, "alpha_sd"] == pytest.approx(0.7071, abs=1e-4)
+
+
+def test_a_sweep_extended_by_one_depth_trains_only_that_student(tmp_path, monkeypatch):
+    from layerlab import results
+
+    cache = results.Cache("smoke", tmp_path)
+    cfg = toy.ToyConfig(**{**SMALL, "student_depths": (1, 2), "steps": 6, "eval_every": 3})
+    first = toy.run_sweep("s", cfg, cache, progress=False)
+    trained = []
+    real = toy.Sweep.run
+    monkeypatch.setattr(toy.Sweep, "run", lambda self, **kw: trained.append(
+        self.cfg.student_depths) or real(self, **kw))
+    wider = toy.run_sweep("s", cfg.replace(student_depths=(1, 2, 4)), cache, progress=False)
+    assert trained == [(4,)]
+    assert wider["final"][:2] == first["final"]
+    joint = toy.Sweep(cfg.replace(student_depths=(1, 2, 4))).run(progress=False)
+    assert wider["final"] == pytest.approx(joint["final"], rel=1e-6)
+
+
+def test_rk2_student_is_two_midpoint_mlps_per_block_and_starts_as_identity():
+    student = toy.make_student(3, seed=0, block="rk2", head=False)
+    assert all(isinstance(b, toy.RK2Block) for b in student["net"].blocks)
+    x = torch.randn(7, toy.WIDTH)
+    torch.testing.assert_close(student["net"](x), toy.rms(x))
+    block = toy.RK2Block()
+    h = torch.randn(5, toy.WIDTH)
+    k1 = block.first.w2(torch.relu(block.first.w1(toy.rms(h))) ** 2)
+    mid = h + 0.5 * k1
+    expected = h + block.second.w2(torch.relu(block.second.w1(toy.rms(mid))) ** 2)
+    torch.testing.assert_close(block(h), expected)
+
+
+def test_untrained_control_student_keeps_its_default_initialisation():
+    student = toy.make_student(4, seed=0, head=False, identity=False)
+    x = torch.randn(6, toy.WIDTH)
+    assert not torch.allclose(student["net"](x), toy.rms(x))
+
+
+def test_gpu_toy_grid_has_the_papers_sixteen_temperatures():
+    from layerlab import profiles
+
+    temps = sorted({c.temperature for c in toy.sweep_configs(profiles.get("gpu")).values()
+                    if c.objective == "kl"})
+    assert len(temps) == 16
+    np.testing.assert_allclose(temps, [10 ** (-2 + 2 * k / 15) for k in range(16)])

@@ -72,11 +72,23 @@ SETTINGS_FIELDS = tuple(cls.profile_field for cls in EXPERIMENT_SETTINGS)
 # The Chinchilla fit is exact and cheap (seconds), so cpu and gpu run it at full size.
 FULL_DEPTH_SCALING = DepthScalingSettings()
 
+# Students 2-16 everywhere; the sweeps the claims lean on (MSE and KL at T = 1, teacher seed 0)
+# add a 32-block student, for local slopes at the deep end (each student is stored on its own,
+# so the extension trains only that student). Two teacher seeds for MSE and for KL at T = 1;
+# one for T = 0.1 and 0.01 (a second would cost ~45 min on 2 cores). RK2 students (App. C.3)
+# on the MSE task at 2-8 blocks (4-16 MLPs).
+DEEP_STUDENTS = (2, 4, 8, 16, 32)
 CPU_TOY_SWEEPS = {
-    **{f"mse-{t}-s{s}": {"objective": "mse", "teacher": t, "seed": s}
+    **{f"mse-{t}-s{s}": {"objective": "mse", "teacher": t, "seed": s,
+                         **({"student_depths": DEEP_STUDENTS} if s == 0 else {})}
        for s in (0, 1) for t in ("independent", "tied")},
-    **{f"kl-T{T:g}-{t}": {"objective": "kl", "teacher": t, "temperature": T}
+    **{f"kl-T{T:g}-{t}": {"objective": "kl", "teacher": t, "temperature": T,
+                          **({"student_depths": DEEP_STUDENTS} if T == 1.0 else {})}
        for T in (1.0, 0.1, 0.01) for t in ("independent", "tied")},
+    **{f"kl-T1-{t}-s1": {"objective": "kl", "teacher": t, "temperature": 1.0, "seed": 1,
+                         "student_depths": DEEP_STUDENTS} for t in ("independent", "tied")},
+    **{f"rk2-mse-{t}": {"objective": "mse", "teacher": t, "student_block": "rk2",
+                        "student_depths": (2, 4, 8)} for t in ("independent", "tied")},
 }
 # P2 chapters (research/paper2.md §3-§7): one model, E0 = our 10 sentences, E1 = held-out text
 CPU_ANATOMY = AnatomySettings(
@@ -101,6 +113,10 @@ GPU_TOY_SWEEPS = {
         "head": "learned", "schedule": "constant", "steps": 40_000}
        for k in range(16) for t in ("independent", "tied") for s in range(3)},
     **{f"mse-{t}-s{s}": {"objective": "mse", "teacher": t, "seed": s, "steps": 80_000}
+       for t in ("independent", "tied") for s in range(3)},
+    # exp-9-4: RK2 students of 3-24 blocks (6-48 MLPs)
+    **{f"rk2-mse-{t}-s{s}": {"objective": "mse", "teacher": t, "seed": s, "steps": 80_000,
+                             "student_block": "rk2", "student_depths": (3, 6, 8, 12, 16, 24)}
        for t in ("independent", "tied") for s in range(3)},
 }
 

@@ -37,7 +37,7 @@ SCHEMAS: dict[str, tuple[int, tuple[str, ...]]] = {
     "depth_scaling": (1, ("chinchilla",)),
     "hidden_geometry": (1, ("corpora",)),
     "depth_family": (2, ("corpora",)),  # 2: members per seed
-    "toy_sweeps": (1, ()),
+    "toy_students": (1, ()),
     "toy_signatures": (1, ()),
     "anatomy_base": (1, ("e0", "corpora")),
     "anatomy_sets": (1, ("e0", "corpora")),

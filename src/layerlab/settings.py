@@ -221,9 +221,11 @@ class ToyConfig(_Settings):
     eval_every: int = 500
     eval_batches: int = 10
     seed: int = 0
+    student_block: str = "euler"  # or "rk2": explicit-midpoint blocks (App. C.3, exp-9-4)
 
     def validate(self) -> None:
         _check(self.teacher in ("independent", "tied"), f"bad teacher {self.teacher!r}")
+        _check(self.student_block in ("euler", "rk2"), f"bad student_block {self.student_block!r}")
         _check(self.objective in ("kl", "mse"), f"bad objective {self.objective!r}")
         _check(self.head in ("fixed", "learned"), f"bad head {self.head!r}")
         _check(self.schedule in ("decay", "constant"), f"bad schedule {self.schedule!r}")

@@ -42,23 +42,46 @@ def rms(h: torch.Tensor) -> torch.Tensor:
 
 
 class Block(nn.Module):
+    """One Euler step: h ← h + f(h), f(h) = W₂ relu(W₁ rms(h) + b₁)²."""
+
     def __init__(self, width: int = WIDTH):
         super().__init__()
         self.w1 = nn.Linear(width, 4 * width)
         self.w2 = nn.Linear(4 * width, width, bias=False)
 
+    def update(self, h: torch.Tensor) -> torch.Tensor:
+        return self.w2(F.relu(self.w1(rms(h))) ** 2)
+
     def forward(self, h: torch.Tensor) -> torch.Tensor:
-        return h + self.w2(F.relu(self.w1(rms(h))) ** 2)
+        return h + self.update(h)
+
+
+class RK2Block(nn.Module):
+    """P1's explicit-midpoint student block (App. C.3, exp-9-4): two MLPs, k₁ = f₁(h),
+    h ← h + f₂(h + ½k₁). A smooth flow is integrated with error ∝ 1/ℓ⁴ by such steps, so if a
+    student's exponent is bounded by its block type, RK2 students show it."""
+
+    def __init__(self, width: int = WIDTH):
+        super().__init__()
+        self.first, self.second = Block(width), Block(width)
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        return h + self.second.update(h + 0.5 * self.first.update(h))
+
+
+BLOCKS = {"euler": Block, "rk2": RK2Block}
 
 
 class ResidualMLP(nn.Module):
     """A stack of blocks; `forward` returns the final state, `trajectory` all L+1 states."""
 
-    def __init__(self, depth: int, width: int = WIDTH, *, tied: bool = False):
+    def __init__(self, depth: int, width: int = WIDTH, *, tied: bool = False,
+                 block: str = "euler"):
         super().__init__()
-        first = Block(width)
+        kind = BLOCKS[block]
+        first = kind(width)
         self.blocks = nn.ModuleList([first] * depth if tied else
-                                    [first] + [Block(width) for _ in range(depth - 1)])
+                                    [first] + [kind(width) for _ in range(depth - 1)])
         self.tied = tied
 
     @property
@@ -94,17 +117,20 @@ def make_teacher(depth: int, *, tied: bool, seed: int, width: int = WIDTH,
 
 
 def make_student(depth: int, *, seed: int, width: int = WIDTH, vocab: int = VOCAB,
-                 head: bool = True) -> nn.ModuleDict:
-    """A student that starts as the identity map: every W₂ and the head are zero."""
+                 head: bool = True, block: str = "euler", identity: bool = True) -> nn.ModuleDict:
+    """A student that starts as the identity map: every W₂ and the head are zero. With
+    `identity=False` it keeps PyTorch's default initialisation (the untrained control)."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        net = ResidualMLP(depth, width)
+        net = ResidualMLP(depth, width, block=block)
         parts = {"net": net}
         if head:
             parts["head"] = nn.Linear(width, vocab, bias=False)
+    if not identity:
+        return nn.ModuleDict(parts)
     with torch.no_grad():
-        for block in net.blocks:
-            block.w2.weight.zero_()
+        for mlp in (m for m in net.modules() if isinstance(m, Block)):
+            mlp.w2.weight.zero_()
         if head:
             parts["head"].weight.zero_()
     return nn.ModuleDict(parts)
@@ -124,7 +150,7 @@ class Sweep:
         self.fixed_head = torch.randn(WIDTH, VOCAB, generator=gen) / math.sqrt(WIDTH)
         learned_head = cfg.objective == "kl" and cfg.head == "learned"
         self.students = nn.ModuleList([
-            make_student(d, seed=cfg.seed * 1000 + d, head=learned_head)
+            make_student(d, seed=cfg.seed * 1000 + d, head=learned_head, block=cfg.student_block)
             for d in cfg.student_depths])
         self.opt = torch.optim.Adam([{"params": s.parameters(), "lr": cfg.lr(d), "initial_lr": cfg.lr(d)}
                                      for s, d in zip(self.students, cfg.student_depths)])
@@ -259,17 +285,53 @@ def sweep_configs(profile) -> dict[str, ToyConfig]:
     return ToySettings.from_profile(profile).sweep_configs()
 
 
+STUDENTS = "toy_students"
+
+
+def student_key(cfg: ToyConfig) -> dict[str, Any]:
+    """What one student's result depends on: its sweep's settings without the list of depths.
+    Students share nothing but the teacher and the batches, so a student trained alongside
+    others ends exactly where it would alone (`tests/test_toy.py`), and a sweep extended by one
+    depth reuses every student already stored."""
+    key = asdict(cfg)
+    key.pop("student_depths")
+    return {"toy": 2, **key}
+
+
+def run_sweep(name: str, cfg: ToyConfig, cache, *, progress: bool = True) -> dict[str, Any]:
+    """One sweep, student by student from the cache; the missing students train together."""
+    from layerlab.results import MISSING
+
+    key = student_key(cfg)
+    stored = {d: cache.lookup(STUDENTS, key, f"{name}-d{d}") for d in cfg.student_depths}
+    missing = tuple(d for d, v in stored.items() if v is MISSING)
+    if missing:
+        cache.may_compute(f"{STUDENTS}/{name} depths {missing}")
+        run = Sweep(cfg.replace(student_depths=missing)).run(progress=progress)
+        for i, d in enumerate(missing):
+            curve = [{"step": p["step"], "test_loss": p["test_loss"][i]} for p in run["curve"]]
+            stored[d] = cache.put(STUDENTS, key, {"depth": d, "curve": curve}, item=f"{name}-d{d}")
+    depths = list(cfg.student_depths)
+    steps = [p["step"] for p in stored[depths[0]]["curve"]]
+    curve = [{"step": step, "test_loss": [stored[d]["curve"][i]["test_loss"] for d in depths]}
+             for i, step in enumerate(steps)]
+    return {"config": asdict(cfg), "depths": depths, "curve": curve,
+            "final": curve[-1]["test_loss"]}
+
+
 def run_sweeps(profile, cache=None, *, only: list[str] | None = None,
                progress: bool = True) -> dict[str, dict[str, Any]]:
-    """Every sweep of the profile, each stored as soon as it finishes (a rerun resumes)."""
+    """Every sweep of the profile; each student is stored as soon as its sweep finishes (a
+    rerun resumes, and a sweep given a deeper student trains only that one)."""
+    from tqdm.auto import tqdm
+
     from layerlab import results
 
     cache = cache or results.Cache(profile.name)
-    configs = sweep_configs(profile)
-    chosen = {k: asdict(v) for k, v in configs.items() if only is None or k in only}
-    return cache.for_each("toy_sweeps", {"toy": 1}, chosen,
-                          lambda name, _cfg: Sweep(configs[name]).run(progress=progress),
-                          progress=progress)
+    configs = {k: v for k, v in sweep_configs(profile).items() if only is None or k in only}
+    return {name: run_sweep(name, cfg, cache, progress=progress)
+            for name, cfg in tqdm(configs.items(), desc="toy sweeps",
+                                  disable=not progress, leave=False)}
 
 
 def alpha_table(runs: dict[str, dict[str, Any]]) -> "pd.DataFrame":
