@@ -39,8 +39,14 @@
 # which no machine of this project reaches; the `gpu` profile runs them on Colab on 4,800 FineWeb
 # documents × 1,024 tokens as the paper did. Offline (`cpu`) we use SmolLM2-135M-Instruct and
 # Gemma-3-270M base, plus a **depth family trained here**: byte-level GPT-NeoX models of one width
-# and 2–32 blocks, trained on the same Wikipedia tokens, which stand in for the Pythia suite in
-# the depth comparison.
+# and several depths, each trained from two seeds on the same Wikipedia tokens, which stand in for
+# the Pythia suite in the depth comparison.
+#
+# **Controls.** Every signature is also measured on an *untrained* model of the same
+# configuration (SmolLM2's and Gemma's configs at initialisation, each family member at step 0).
+# A residual stack at initialisation already has structure — random updates are nearly
+# orthogonal, for one — so a verdict asks what training changed: a signature the untrained twin
+# shows as well is reported as **not diagnostic**, whatever its value.
 
 # %% tags=["remove-cell"]
 # Colab setup (hidden on the site; written by `make sync` from layerlab/book/colab.py): clone the
@@ -64,31 +70,41 @@ if "google.colab" in sys.modules:
 
 # %%
 import numpy as np
-import pandas as pd
+from IPython.display import display
 
 from layerlab import claims, profiles, provenance
 from layerlab.book import plots
-from layerlab.depth import family, geometry
+from layerlab.depth import family, geometry, lens, tracing
 
 profile = profiles.setup(seed=0)
 fam_cfg = family.config_for(profile)
 print(f"profile: {profile.name}; models: {geometry.model_names(profile)}")
 
 # %% [markdown]
-# ## The depth family
+# ## The depth family: does depth buy loss?
 #
 # One width, several depths, the same training tokens in the same order (a fixed token budget),
-# AdamW with warm-up and cosine decay; each member is trained once, checkpointed, and cached.
-# Its loss against depth is the offline analogue of the question P1 asks of Chinchilla.
+# AdamW with warm-up and cosine decay; every depth is trained from each seed, checkpointed and
+# cached. A depth comparison means something only if the deeper members are better models, so
+# the verdict on the 1/ℓ law is given only when the seed-mean validation loss falls with every
+# added depth.
 
 # %%
 fam = family.train_family(fam_cfg, profile.name)
 losses = geometry.family_losses(fam)
 fit = geometry.loss_depth_fit(losses)
-print(f"width {fam_cfg.width}, {fam_cfg.tokens_per_model:,} training tokens per member; "
-      f"fit val_loss = c/ℓ^α + L∞: α = {fit['alpha']:.2f} ± {fit['alpha_se']:.2f}, "
-      f"L∞ = {fit['floor']:.3f}")
-losses
+monotone = geometry.family_monotone(losses)
+print(f"width {fam_cfg.width}, seeds {list(fam_cfg.seeds)}, {fam_cfg.tokens_per_model:,} training "
+      f"tokens per member; seed-mean loss falls with every depth: {monotone['monotone']} "
+      f"(largest step {monotone['largest_step']:+.4f} nats/byte); fit c/ℓ^α + L∞: "
+      f"α = {fit['alpha']:.2f} ± {fit['alpha_se']:.2f}")
+losses.pivot_table(index="depth", columns="seed", values="val_loss").round(4)
+
+# %% [markdown]
+# Final validation loss by depth (points: seeds; line: their mean), then the training curves.
+
+# %%
+plots.family_final_chart(losses)
 
 # %%
 plots.family_loss_chart(geometry.family_curves(fam))
@@ -105,6 +121,18 @@ summary = geometry.middle_summary(stats)
 summary.round(3)
 
 # %% [markdown]
+# ## The untrained controls
+#
+# For every model and its untrained twin: the statistics of each text window (positions ≥ 1, the
+# last block's own output as the last state), so that intervals come from a bootstrap over
+# windows rather than over tokens of one text. `difference` is trained − untrained.
+
+# %%
+seq = geometry.controls(profile)
+control = geometry.control_table(seq)
+control.pivot_table(index="model", columns="statistic", values=["trained", "untrained"]).round(3)
+
+# %% [markdown]
 # ## Claim 1 — where the rotation happens
 #
 # θ(h_l, h_{l+1}) against normalised depth: the line is the mean over tokens, the band the
@@ -119,20 +147,29 @@ plots.layer_profiles(geometry.profile_table(stats, "rel_update"), "relative upda
                      log=True)
 
 # %% [markdown]
+# The claim in one number per model: the smaller of the first and last rotations over the middle
+# one, trained beside untrained (95 % intervals over windows). P1's picture needs the trained
+# ratio well above 1.5 and above the untrained twin's.
+
+# %%
+plots.control_chart(control, "edge_ratio", "min(first, last) / middle θ(h_l, h_{l+1})")
+
+# %% [markdown]
 # ## Claim 2 — the middle-layer update against depth
 #
 # Mean θ(h_l, h_{l+1}) over the middle blocks (all but the first and the last) against the
-# number of blocks, on log–log axes. P1: slope −1. The fitted line uses the depth family
-# (members with at least 4 blocks: same data, same width, same token budget); the pretrained
-# models differ in width, data and training, so they are shown but not fitted.
+# number of blocks, on log–log axes, for every family member of every seed, trained and
+# untrained. P1: slope −1. The pretrained models differ in width, data and training, so they
+# are not in the fit.
 
 # %%
-slope = geometry.depth_slope(summary, "middle_theta")
-rel_slope = geometry.depth_slope(summary, "middle_rel_update")
-pd.DataFrame({"middle θ(h_l, h_{l+1})": slope, "middle relative update": rel_slope}).T.round(3)
+slopes = {column: geometry.control_slopes(seq, column)
+          for column in ("middle_theta", "middle_rel_update", "middle_theta_dh")}
+geometry.slope_summary(slopes).round(3)
 
 # %%
-plots.depth_scaling_points(summary, "middle_theta", "middle-layer θ(h_l, h_{l+1}) (rad)", slope)
+plots.slope_chart(geometry.family_points(seq, "middle_theta"), "middle_theta",
+                  "middle θ(h_l, h_{l+1}) (rad)", slopes["middle_theta"])
 
 # %% [markdown]
 # ## Claim 3 — are consecutive updates aligned?
@@ -144,25 +181,81 @@ plots.layer_profiles(geometry.profile_table(stats, "theta_dh"), "θ(Δh_l, Δh_{
                      reference=np.pi / 2)
 
 # %% [markdown]
+# The same angle in the middle layers, trained beside untrained: at initialisation random
+# updates are already nearly orthogonal, so a large angle alone cannot distinguish ensemble
+# averaging from a random stack.
+
+# %%
+plots.control_chart(control, "middle_theta_dh", "middle θ(Δh_l, Δh_{l+1}) (rad)")
+
+# %% [markdown]
 # What would procedural assembly predict instead? If the blocks were Euler steps of one smooth
 # flow, the update direction would turn by an angle proportional to the step, so θ(Δh_l, Δh_{l+1})
 # would fall as 1/ℓ with depth. The red dashed curve anchors that prediction at the shallowest
 # family member with a middle; the points are what the models do.
 
 # %%
-dh_slope = geometry.depth_slope(summary, "middle_theta_dh")
-print(f"family slope of log θ(Δh) on log ℓ: {dh_slope['slope']:.2f} "
-      f"(95 % CI [{dh_slope['lo']:.2f}, {dh_slope['hi']:.2f}]); procedural assembly: −1")
+dh = slopes["middle_theta_dh"]
+print(f"family slope of log θ(Δh) on log ℓ: trained {dh['trained']['slope']:.2f} "
+      f"[{dh['trained']['lo']:.2f}, {dh['trained']['hi']:.2f}], untrained "
+      f"{dh['untrained']['slope']:.2f}; procedural assembly: −1")
 plots.depth_scaling_points(summary, "middle_theta_dh", "middle-layer θ(Δh_l, Δh_{l+1}) (rad)",
                            reference=geometry.procedural_curve(summary))
+
+# %% [markdown]
+# ## Claim 4 — no early stopping: the last-block lens
+#
+# P1's direct test (§2.5): feed h_l straight into the *last* block, then the final norm and the
+# head, and measure the cross-entropy of the true next token. If the prediction builds up
+# gradually, the CE falls across the middle layers; a token whose CE is already within
+# 0.1 nats of its final value by mid-depth has stopped early. Solid lines: trained; dashed:
+# the untrained twin (whose CE barely moves).
+
+# %%
+lens_runs = lens.run(profile)
+plots.lens_chart(lens.curves(lens_runs))
+
+# %%
+lens_table = lens.summary(lens_runs)
+lens_table.round(3)
+
+# %% [markdown]
+# ## Causal tracing (P1 Fig. 6)
+#
+# Meng et al.'s protocol as P1 ran it: noise of 3 × the embedding std on the subject's tokens,
+# then each block's clean output restored at one position at a time, reading p(target) at the
+# last position. P1 traced "The Space Needle is in downtown Seattle" on Pythia 70m–12b; we trace
+# 24 facts written for the book, and average over the facts each model knows (clean p(target)
+# ≥ the stated threshold, a rule fixed before looking at the traces).
+
+# %%
+traces = tracing.run(profile)
+threshold = profile.tracing.threshold
+tracing.summary(traces, threshold)
+
+# %% [markdown]
+# Where the fact lives: the share of the corrupted-to-clean gap that restoring one state brings
+# back, averaged over the known facts, by position and depth.
+
+# %%
+for name, found in traces.items():
+    known = tracing.known(found, threshold)
+    if known:
+        display(plots.tracing_heatmap(tracing.effect_map(known),
+                                      f"{name}: {len(known)} known facts"))
+    else:
+        print(f"{name}: no fact reaches p(target) ≥ {threshold}; nothing to trace")
 
 # %% [markdown]
 # ## Verdict
 
 # %%
 setting = (f"profile {profile.name}: " + ", ".join(geometry.model_names(profile))
-           + f"; {profile.eval_corpus} test text")
-chapter_claims = geometry.assess(summary, slope, dh_slope, setting)
+           + f", family seeds {list(fam_cfg.seeds)}; {profile.eval_corpus} test text; untrained "
+           "twins of every model")
+chapter_claims = [*geometry.assess(control, slopes["middle_theta"], slopes["middle_theta_dh"],
+                                   monotone, setting),
+                  lens.assess(lens_table, setting), tracing.assess(traces, setting)]
 claims.record(chapter_claims, profile.name)
 
 # %% [markdown]
@@ -171,11 +264,17 @@ claims.record(chapter_claims, profile.name)
 # - **Models and data.** The offline profile cannot load Pythia, Qwen2.5 or OPT, nor FineWeb; it
 #   uses two small pretrained models of other families, a depth family trained here on
 #   Wikipedia bytes, and Wikipedia text. The `gpu` profile runs the paper's own setting.
+# - **Controls.** P1 shows no untrained baseline; every statistic here has one, and the verdicts
+#   judge trained against untrained.
+# - **Intervals.** Slopes carry OLS intervals over family members of two seeds; per-model
+#   statistics carry bootstrap intervals over text windows. Verdicts read the intervals.
 # - **Precision.** P1 computed cosines in bf16/fp16, which quantises angles below ≈0.09 rad; we
 #   compute every angle in float32.
 # - **The last layer.** P1's last hidden state includes the final norm; we show both.
 # - **Depth comparison.** P1 compares models of one family at several sizes; the width changes
 #   with depth there. Our family keeps the width fixed, so depth is the only variable.
+# - **Causal tracing** uses 24 facts instead of one prompt, seeded noise averaged over draws
+#   instead of one unseeded draw, and a stated rule for which facts a model knows.
 
 # %% [markdown]
 # ## Provenance
@@ -183,5 +282,6 @@ claims.record(chapter_claims, profile.name)
 # %%
 provenance.table(provenance.collect(
     profile.name, models=geometry.model_names(profile), family=fam_cfg.key(),
-    geometry=geometry.config_for(profile), seed=0,
+    family_seeds=fam_cfg.seeds, geometry=geometry.config_for(profile),
+    tracing=profile.tracing, seed=0,
 ))

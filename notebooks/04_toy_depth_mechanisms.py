@@ -34,8 +34,10 @@
 # decaying to a tenth; α_ℓ from a least-squares line through log loss against log ℓ.
 #
 # **Scale.** The `cpu` profile runs P1's cheap version: teacher depth 64, students of 2–16
-# blocks, batch 256, 12k steps, 3 temperatures; the `gpu` profile runs the paper's grid.
-# All student depths of a sweep train together on the same batches with one teacher pass.
+# blocks (2–32 for the sweeps the claims lean on), batch 256, 12k steps, 3 temperatures, two
+# teacher seeds at T = 1 and for MSE; the `gpu` profile runs the paper's grid (students 6–48,
+# 16 temperatures × 3 teacher seeds, 40k–80k steps). All students of a sweep train together on
+# the same batches with one teacher pass, and each student's result is stored on its own.
 
 # %% tags=["remove-cell"]
 # Colab setup (hidden on the site; written by `make sync` from layerlab/book/colab.py): clone the
@@ -90,13 +92,17 @@ plots.warmup_chart(warm)
 # %% [markdown]
 # ## The sweeps
 #
-# One call trains every sweep of the profile (cached sweep by sweep; a rerun resumes).
+# One call trains every sweep of the profile (cached student by student; a rerun resumes, and a
+# sweep given a deeper student trains only that one). `alpha` is fitted over the sweep's own
+# depths, `alpha_common` over the depths every sweep shares, `deep_slope` is the local exponent
+# of the deepest pair.
 
 # %%
 runs = toy.run_sweeps(profile)
 alphas = toy.alpha_table(runs)
 final = alphas.sort_values("step").groupby("sweep").tail(1).set_index("sweep")
-final[["teacher", "objective", "temperature", "seed", "alpha", "alpha_se"]].round(3)
+final[["teacher", "objective", "temperature", "seed", "block", "depths", "alpha", "alpha_se",
+       "alpha_common", "deep_slope"]].round(3)
 
 # %% [markdown]
 # Over teacher replicates (different teacher seeds; `alpha_sd` is empty where the profile runs
@@ -109,46 +115,78 @@ toy.replicate_summary(alphas).round(3)
 plots.toy_loss_chart(toy.loss_table(runs))
 
 # %% [markdown]
+# ## One power law, or a bending curve?
+#
+# A single α_ℓ over all depths hides curvature. The local exponent between consecutive depths
+# shows it: flat lines are power laws; a rising line means the deep end falls faster than the
+# shallow end, a falling one that the deep students have hit a floor (or not converged).
+
+# %%
+slopes = toy.slope_table(runs)
+plots.local_slope_chart(slopes[slopes["block"] == "euler"])
+
+# %%
+slopes.pivot_table(index="sweep", columns="pair", values="slope", sort=False).round(2)
+
+# %% [markdown]
 # ## α_ℓ against temperature, and against training time
 
 # %%
-plots.alpha_vs_temperature(final[final["objective"] == "kl"].reset_index())
+plots.alpha_vs_temperature(final[(final["objective"] == "kl") & (final["block"] == "euler")]
+                           .reset_index())
 
 # %%
 plots.alpha_vs_steps(alphas)
 
 # %% [markdown]
+# ## RK2 students (App. C.3)
+#
+# P1's exp-9-4 replaces each student block by an explicit-midpoint step with two MLPs. If the
+# steep exponent of the tied teacher is the Euler-error exponent of the student's blocks, a
+# higher-order block should change it; if the independent teacher's α_ℓ ≈ 1 is ensemble
+# averaging, the block type should not. The spec gives no number for this experiment, so it has
+# no verdict here: the table shows what the students do.
+
+# %%
+final[final["block"] == "rk2"][["teacher", "objective", "depths", "alpha", "alpha_se",
+                                "deep_slope"]].round(3)
+
+# %% [markdown]
 # ## Hidden-state signatures of the students
 #
 # The same statistics as the LLM chapter, on students trained against each teacher type (MSE
-# objective): the mean angle between consecutive updates θ(Δh_l, Δh_{l+1}) in the middle layers.
-# Smooth, procedural dynamics align consecutive updates (small angle); averaging-like dynamics
-# leave them weakly correlated (near π/2).
+# objective) and, as the control, on students at PyTorch's default initialisation: the mean angle
+# between consecutive updates θ(Δh_l, Δh_{l+1}) in the middle layers. Smooth, procedural dynamics
+# should align consecutive updates (small angle); averaging-like dynamics leave them weakly
+# correlated (near π/2). The tied teacher's students are the positive control: if their angle is
+# not clearly smaller, the signature cannot tell the mechanisms apart at this scale.
 
 # %%
 sig = toy.signatures(profile)
-plots.signature_chart(sig)
+untrained = toy.untrained_signatures(profile)
+plots.signature_chart(pd.concat([sig, untrained], ignore_index=True))
 
 # %%
-sig.pivot_table(index="network", columns="teacher", values="middle_theta_dh").round(3)
+pd.concat([sig, untrained]).pivot_table(index="network", columns="teacher",
+                                        values="middle_theta_dh", sort=False).round(3)
 
 # %% [markdown]
 # ## Verdict
 
 # %%
 setting = (f"profile {profile.name}: teacher depth {spec.teacher_depth}, students "
-           f"{spec.student_depths}, batch {spec.batch_size}, {steps} steps")
-claims.record(toy.assess(alphas, setting), profile.name)
+           f"{spec.student_depths} (some sweeps deeper), batch {spec.batch_size}, {steps} steps")
+claims.record(toy.assess(alphas, sig, untrained, setting), profile.name)
 
 # %% [markdown]
 # **Reading the verdicts.** The `cpu` sweeps are short (12k steps at batch 256, against the
-# paper's 40k–80k at batch 1024) and shallow (students of 2–16 blocks). The α-against-steps chart
-# shows whether an exponent is still moving when training stops. Where it is still rising at the
-# last evaluation, the final value is not the converged one; a claim that fails outright on such
-# sweeps is marked *not testable here* (with the sweeps named) rather than *not reproduced*, and
-# a partial verdict names them too. The trends are
-# still informative: the tied teacher's exponent rises far faster than the independent one's, and
-# the `gpu` profile runs the paper's scale to settle the values.
+# paper's 40k–80k at batch 1024) and shallow (students of 2–32 blocks against 6–48). The
+# α-against-steps chart shows whether an exponent is still moving when training stops. The
+# convergence rule is narrow: a sweep that *fails* its check and whose α moved toward the target
+# band between the last two evaluations is set aside as not yet converged (named in the
+# verdict), and a claim with a sweep set aside is at most *partly* reproduced; a sweep that stands
+# still or moves away counts as a failure. The `gpu` profile runs the paper's scale to settle
+# the values.
 #
 # ## What we did differently, and why
 #
@@ -156,6 +194,8 @@ claims.record(toy.assess(alphas, setting), profile.name)
 # - **One shared batch per step for all students**, instead of a fresh batch per student: the
 #   students share no parameters, so each one's training is unchanged, and the teacher runs once.
 # - **Seeds**: every teacher, student and data stream is seeded (P1 set no seeds).
+# - **Local slopes** beside the one-line fit, and a **positive and an untrained control** for
+#   the hidden-state signature.
 # - **Signatures** come from a shorter MSE run than the sweeps, stated in the provenance.
 
 # %% [markdown]

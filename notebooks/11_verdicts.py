@@ -19,11 +19,13 @@
 # all of it in one place: for each claim of the two papers, what the paper reported, what we
 # measured and on what, the tolerance the verdict used, and the verdict. Nothing here is typed:
 # a claim whose chapter has not been run on this profile still gets a row, marked *not testable
-# here*. Click a claim to open its chapter.
+# at this budget*. Click a claim to open its chapter.
 #
 # Verdicts: **reproduced** (every check of the stated tolerance passes), **partly reproduced**
-# (some do), **not reproduced** (none do), **not testable here** (this profile cannot measure
-# it, e.g. a run that has not converged on two CPU cores).
+# (some do), **not reproduced** (none do), **not testable at this budget** (this profile cannot
+# measure it, e.g. a run that has not converged on two CPU cores, or an interval too wide to
+# decide), **not diagnostic** (an untrained model of the same configuration shows the signature
+# as well, so it says nothing about what training built).
 
 # %% tags=["remove-cell"]
 # Colab setup (hidden on the site; written by `make sync` from layerlab/book/colab.py): clone the

@@ -165,7 +165,9 @@ def test_assess_gives_a_verdict_for_every_claim(data):
     boot = scaling.bootstrap(data, conv, n_resamples=50)
     scan = scaling.cut_scan(data, cuts=(20, 40, 60), steps=2000)
     m2 = scaling.fit(data, "paper", depth_offset=2)
-    found = scaling.assess(paper, conv, boot, scan, m2, "test")
+    shapes = scaling.shape_bootstrap(data, conv, n_resamples=50)
+    found = scaling.assess(paper, conv, boot, scan, m2, "test", shape_boot=shapes,
+                           huber=scaling.fit_huber(data, conv))
     by_id = {c.id: c for c in found}
     assert by_id["P1-C1-outlier-cut"].verdict == claims.REPRODUCED
     assert by_id["P1-C2-alpha-l-paper-recipe"].verdict == claims.REPRODUCED
@@ -225,3 +227,17 @@ def test_stored_fits_and_tables_round_trip_and_are_read_back(tmp_path, monkeypat
     fit = scaling.Fit("paper", {"alpha_l": 1.2}, {"alpha_l": 0.3}, 203, 0.003, 0.01, 0.004)
     assert scaling.stored("smoke", "f", lambda: fit) == fit
     assert scaling.stored("smoke", "t", compute, cuts=(1, 3)) is not None and calls == [1, 1]
+
+
+def test_shape_bootstrap_draws_whole_shapes(data):
+    conv = scaling.fit(data, "converged")
+    out = scaling.shape_bootstrap(data, conv, n_resamples=20, seed=1)
+    assert len(out) == 20 and out["converged"].mean() > 0.8
+    n_depths = scaling.kept(data)["ell"].nunique()
+    assert (out["depths_drawn"] <= n_depths).all() and (out["depths_drawn"] < n_depths).any()
+
+
+def test_huber_fit_matches_least_squares_when_residuals_are_small(data):
+    conv = scaling.fit(data, "converged")
+    huber = scaling.fit_huber(data, conv, delta=10.0)  # δ far above every residual: plain LS
+    assert huber.alpha_l == pytest.approx(conv.alpha_l, abs=1e-3)

@@ -15,8 +15,9 @@ from layerlab import results
 REPRODUCED = "reproduced"
 PARTLY = "partly reproduced"
 NOT_REPRODUCED = "not reproduced"
-NOT_TESTABLE = "not testable here"
-VERDICTS = (REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_TESTABLE)
+NOT_TESTABLE = "not testable at this budget"  # censored, unconverged or underpowered evidence
+NOT_DIAGNOSTIC = "not diagnostic"  # an untrained model of the same config shows it as well
+VERDICTS = (REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_TESTABLE, NOT_DIAGNOSTIC)
 
 
 @dataclass
@@ -53,6 +54,62 @@ def judge(checks: dict[str, bool], *, partial_ok: bool = True) -> str:
 
 def within(value: float, target: float, tol: float) -> bool:
     return abs(value - target) <= tol
+
+
+def equivalence(point: float, lo: float, hi: float, target: float, margin: float) -> str:
+    """An equivalence test against the band target ± margin: reproduced when the whole interval
+    lies inside the band, partly when only the point estimate does, not reproduced when the
+    interval misses the band altogether, and not testable when the point lies outside but the
+    interval still reaches the band (the data can neither confirm nor reject)."""
+    import math
+
+    if not all(math.isfinite(v) for v in (point, lo, hi)):
+        return NOT_TESTABLE
+    band_lo, band_hi = target - margin, target + margin
+    if band_lo <= lo and hi <= band_hi:
+        return REPRODUCED
+    if band_lo <= point <= band_hi:
+        return PARTLY
+    if hi < band_lo or lo > band_hi:
+        return NOT_REPRODUCED
+    return NOT_TESTABLE
+
+
+def interval_excludes(lo: float, hi: float, value: float) -> bool:
+    return not lo <= value <= hi
+
+
+def against_control(trained: str, control: str, diff_lo: float, diff_hi: float) -> str:
+    """The verdict of a signature once its untrained control is known.
+
+    `trained` and `control` are the same rule applied to the trained model and to an untrained
+    model of the same configuration; [diff_lo, diff_hi] is the interval of trained − untrained.
+    A signature the untrained model shows as well (its verdict reproduced or partly), or one that
+    training does not measurably change (the difference interval contains 0), says nothing about
+    what training built: not diagnostic, whatever the trained value."""
+    import math
+
+    if trained in (NOT_TESTABLE, NOT_DIAGNOSTIC):
+        return trained
+    if control in (REPRODUCED, PARTLY):
+        return NOT_DIAGNOSTIC
+    if math.isfinite(diff_lo) and math.isfinite(diff_hi) and diff_lo <= 0 <= diff_hi:
+        return NOT_DIAGNOSTIC
+    return trained
+
+
+def combine(verdicts: list[str]) -> str:
+    """One verdict from per-model verdicts: unanimous ones stand; any mixture with a reproduced
+    model is partly reproduced; failures mixed with non-diagnostic models are not reproduced."""
+    if not verdicts:
+        raise ValueError("no verdicts to combine")
+    if len(set(verdicts)) == 1:
+        return verdicts[0]
+    if REPRODUCED in verdicts or PARTLY in verdicts:
+        return PARTLY
+    if NOT_REPRODUCED in verdicts:
+        return NOT_REPRODUCED
+    return NOT_TESTABLE
 
 
 def register(claim: Claim, profile: str, cache: results.Cache | None = None) -> Claim:

@@ -199,6 +199,20 @@ def wrap(name: str, model: nn.Module, tokenizer: Any, source: str) -> LoadedMode
     )
 
 
+def untrained_twin(lm: LoadedModel, seed: int = 0) -> LoadedModel:
+    """The same configuration, freshly initialised (seeded) by transformers' own init: the
+    untrained control for any statistic measured on `lm`. Same tokenizer, float32, same device."""
+    from transformers import AutoModelForCausalLM
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = AutoModelForCausalLM.from_config(lm.model.config, dtype=torch.float32)
+    twin = wrap(f"{lm.name} (untrained)", model.to(lm.device), lm.tokenizer,
+                source=f"{lm.source}; re-initialised from its config (seed {seed})")
+    twin.add_bos = lm.add_bos
+    return twin
+
+
 def tokenizer_adds_bos(tokenizer: Any) -> bool:
     """Whether the tokenizer starts an encoded text with BOS by default (OPT, Gemma, Llama-3 do;
     GPT-NeoX, Qwen2.5 and SmolLM2 do not). Evaluation windows follow the same convention."""

@@ -46,6 +46,11 @@ P1_CHINCHILLA_ALPHA_N = Reported(0.34, "Fig. 2f discussion: Chinchilla's paramet
 P1_BULK_FRACTION = Reported(0.996, "token clustering (paper1 spec §3): ≈99.6 % of tokens update evenly")
 P1_TOY_INDEPENDENT_ALPHA = Reported(1.0, "Fig. 3b/4c, App. C (exp-9): independent teacher, α_ℓ ≈ 1")
 P1_TOY_TIED_ALPHA = Reported(3.0, "Fig. 4a,b, App. C (exp-9-1/9-3): tied teacher, converged, α_ℓ ≈ 3")
+P1_TRACE_P_CLEAN = Reported(
+    {"EleutherAI/pythia-70m": 0.0106, "EleutherAI/pythia-160m": 0.0124,
+     "EleutherAI/pythia-1b": 0.0114, "EleutherAI/pythia-1.4b": 0.0160,
+     "EleutherAI/pythia-2.8b": 0.0210, "EleutherAI/pythia-12b": 0.3607},
+    "Fig. 6, causal-trace/causal_trace.ipynb output: p(' Seattle') of the clean run")
 
 # --- P2 (no full text or code is public: [ABS] = the arXiv abstract, [SUM] = third-party
 # summaries of the paper; research/paper2.md §0-§1 and the section named) ---------------------------

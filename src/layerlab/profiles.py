@@ -26,6 +26,7 @@ from layerlab.settings import (
     GrowthSettings,
     RecoveryConfig,
     ToySettings,
+    TracingSettings,
 )
 
 
@@ -41,6 +42,7 @@ class Profile:
     depth_scaling: DepthScalingSettings
     family: FamilySettings
     geometry: GeometrySettings
+    tracing: TracingSettings
     toy: ToySettings
     anatomy: AnatomySettings
     growth: GrowthSettings
@@ -135,7 +137,9 @@ PROFILES: dict[str, Profile] = {
         family=FamilySettings(depths=(1, 2, 4), width=32, seq_len=32, batch_size=4, steps=20,
                               eval_every=10, eval_blocks=4, checkpoint_every=10, warmup=5),
         geometry=GeometrySettings(tokens=4 * 64, seq_len=64, batch_size=2, profiles=200,
-                                  family_tokens=4 * 32),
+                                  family_tokens=4 * 32, control_sequences=4,
+                                  context_lengths=(16, 32), context_tokens=128, lens_tokens=128),
+        tracing=TracingSettings(facts=3, noise_samples=1),
         toy=ToySettings(teacher_depth=8, student_depths=(1, 2, 4), batch_size=32, steps=60,
                         eval_every=30, eval_batches=2, signature_steps=40,
                         sweeps={"mse-independent": {"objective": "mse"},
@@ -178,6 +182,7 @@ PROFILES: dict[str, Profile] = {
                                   family_tokens=64 * 128),
         # P1's cheap version (research/paper1.md §9): teacher depth 64, students 2-16,
         # batch 256; 12k steps (~5 min a sweep on one core)
+        tracing=TracingSettings(),
         toy=ToySettings(teacher_depth=64, student_depths=(2, 4, 8, 16), batch_size=256,
                         steps=12_000, eval_every=1000, signature_steps=4000,
                         sweeps=CPU_TOY_SWEEPS),
@@ -219,7 +224,18 @@ PROFILES: dict[str, Profile] = {
                     "EleutherAI/pythia-1b", "EleutherAI/pythia-1.4b", "EleutherAI/pythia-2.8b",
                     "EleutherAI/pythia-6.9b", "EleutherAI/pythia-12b", "Qwen/Qwen2.5-0.5B",
                     "Qwen/Qwen2.5-1.5B", "facebook/opt-125m", "facebook/opt-1.3b",
-                    "HuggingFaceTB/SmolLM2-135M")),
+                    "HuggingFaceTB/SmolLM2-135M"),
+            # untrained twins of the models that fit a GPU in float32 at initialisation
+            control_models=("EleutherAI/pythia-70m", "EleutherAI/pythia-160m",
+                            "EleutherAI/pythia-410m", "EleutherAI/pythia-1b", "Qwen/Qwen2.5-0.5B",
+                            "facebook/opt-125m", "HuggingFaceTB/SmolLM2-135M"),
+            context_models=("EleutherAI/pythia-410m", "HuggingFaceTB/SmolLM2-135M"),
+            context_tokens=65_536, lens_tokens=16_384),
+        # the paper's Pythia suite for causal tracing (fp16 in P1; bf16 here)
+        tracing=TracingSettings(models=("EleutherAI/pythia-70m", "EleutherAI/pythia-160m",
+                                        "EleutherAI/pythia-1b", "EleutherAI/pythia-1.4b",
+                                        "EleutherAI/pythia-2.8b", "EleutherAI/pythia-12b",
+                                        "HuggingFaceTB/SmolLM2-135M"), dtype="bfloat16"),
         # every gpu sweep sets its own steps (40k KL, 80k MSE); `steps` is only the default
         toy=ToySettings(teacher_depth=128, student_depths=(6, 12, 16, 24, 32, 48),
                         batch_size=1024, steps=40_000, eval_every=2000, signature_steps=80_000,

@@ -36,6 +36,10 @@ SCHEMAS: dict[str, tuple[int, tuple[str, ...]]] = {
     "models_and_data": (1, ("corpora",)),
     "depth_scaling": (1, ("chinchilla",)),
     "hidden_geometry": (1, ("corpora",)),
+    "geometry_sequences": (1, ("corpora",)),
+    "bulk_by_context": (1, ("corpora",)),
+    "ce_lens": (1, ("corpora",)),
+    "causal_tracing": (1, ()),
     "depth_family": (2, ("corpora",)),  # 2: members per seed
     "toy_students": (1, ()),
     "toy_signatures": (1, ()),

@@ -177,6 +177,13 @@ class GeometrySettings(_Settings):
     device_map: str | None = None  # "auto": accelerate places the model (layer by layer)
     primary: str | None = None  # the model standing in for Pythia-410m (None: the first)
     models: tuple[str, ...] | None = None  # None: the profile's models
+    control_models: tuple[str, ...] | None = None  # with untrained twins (None: every model)
+    control_sequences: int = 64  # sequences per model for the controls' bootstrap
+    # chapter 03: is the 99.6 % bulk the first position? Bulk fraction against context length
+    context_lengths: tuple[int, ...] = (64, 128, 256, 512, 1024)
+    context_tokens: int = 8192  # tokens per (model, context length, BOS or not)
+    context_models: tuple[str, ...] | None = None  # None: the profile's models
+    lens_tokens: int = 2048  # tokens per model for the last-block CE lens (chapter 02)
 
     profile_field = "geometry"
 
@@ -195,12 +202,41 @@ class GeometrySettings(_Settings):
         return self.dtype or "float32"
 
     def key(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v is not None}
+        """What the per-layer statistics depend on (the controls add their own fields)."""
+        skip = ("control_models", "control_sequences", "context_lengths", "context_tokens",
+                "context_models", "lens_tokens")
+        return {k: v for k, v in asdict(self).items() if v is not None and k not in skip}
 
     def shrunk(self) -> "GeometrySettings":
         return self.replace(seq_len=32, batch_size=2, profiles=64, family_tokens=64,
+                            control_sequences=4, context_lengths=(16, 32), context_tokens=128,
+                            lens_tokens=64,
                             tokens=None if self.tokens is None else 128,
                             documents=None if self.documents is None else 4)
+
+
+@dataclass(frozen=True)
+class TracingSettings(_Settings):
+    """Chapter 02: causal tracing (P1 Fig. 6, research/paper1.md §6) on the book's facts."""
+
+    models: tuple[str, ...] | None = None  # None: the profile's models
+    threshold: float = 0.1  # a fact is "known" when the clean p(target) is at least this
+    noise_scale: float = 3.0  # × the std of the embedding outputs (P1: 3)
+    noise_samples: int = 3  # noise draws per fact, averaged (P1: one unseeded draw)
+    seed: int = 0
+    dtype: str | None = None  # None: float32
+    facts: int | None = None  # the first n of the book's facts (None: all)
+
+    profile_field = "tracing"
+
+    def validate(self) -> None:
+        _check(0 < self.threshold < 1, f"threshold must be in (0, 1), got {self.threshold}")
+        _check(self.noise_scale > 0 and self.noise_samples > 0,
+               "noise_scale and noise_samples must be positive")
+        _check(self.dtype in (None, "float32", "bfloat16", "float16"), f"bad dtype {self.dtype!r}")
+
+    def shrunk(self) -> "TracingSettings":
+        return self.replace(noise_samples=1, facts=2)
 
 
 # --- chapter 04 --------------------------------------------------------------------------------
@@ -474,5 +510,5 @@ class GrowthSettings(_Settings):
             seeds=self.seeds[:1])
 
 
-EXPERIMENT_SETTINGS = (DepthScalingSettings, FamilySettings, GeometrySettings, ToySettings,
-                       AnatomySettings, GrowthSettings)
+EXPERIMENT_SETTINGS = (DepthScalingSettings, FamilySettings, GeometrySettings, TracingSettings,
+                       ToySettings, AnatomySettings, GrowthSettings)

@@ -231,8 +231,135 @@ def family_loss_chart(curves: pd.DataFrame) -> alt.Chart:
         point=True).encode(
         x=alt.X("tokens:Q", title="training tokens (bytes)"),
         y=alt.Y("val_loss:Q", title="validation loss (nats per byte)", scale=alt.Scale(zero=False)),
-        color=alt.Color("depth:O", title="blocks"),
-        tooltip=["depth", "step", "tokens", alt.Tooltip("val_loss:Q", format=".4f")]).interactive()
+        color=alt.Color("depth:O", title="blocks"), strokeDash=alt.StrokeDash("seed:N", title="seed"),
+        tooltip=["depth", "seed", "step", "tokens", alt.Tooltip("val_loss:Q", format=".4f")]
+    ).interactive()
+
+
+def family_final_chart(losses: pd.DataFrame) -> alt.Chart:
+    """Final validation loss against depth: one point per seed, the line through the seed means."""
+    x = alt.X("depth:Q", scale=alt.Scale(type="log", base=2), title="depth ℓ (blocks, log₂)")
+    y = alt.Y("val_loss:Q", title="final validation loss (nats per byte)", scale=alt.Scale(zero=False))
+    base = alt.Chart(losses, title="Does depth buy loss? Final validation loss by depth")
+    pts = base.mark_point(size=60, filled=True).encode(
+        x=x, y=y, shape="seed:N", tooltip=["depth", "seed", alt.Tooltip("val_loss:Q", format=".4f")])
+    line = base.mark_line(color="black").encode(x=x, y=alt.Y("mean(val_loss):Q"))
+    return (line + pts).interactive()
+
+
+def control_chart(table: pd.DataFrame, statistic: str, title: str) -> alt.Chart:
+    """One statistic per model, trained beside untrained, with 95 % bootstrap intervals over
+    sequences: a signature both show says nothing about training."""
+    t = table[table["statistic"] == statistic]
+    long = pd.concat([t.assign(condition=c, value=t[c], lo=t[f"{c}_lo"], hi=t[f"{c}_hi"])
+                      for c in ("trained", "untrained")], ignore_index=True)
+    long = long[["model", "layers", "condition", "value", "lo", "hi"]]
+    order = list(t.sort_values(["layers", "model"])["model"])
+    base = alt.Chart(long, title=title)
+    y = alt.Y("model:N", sort=order, title=None)
+    pts = base.mark_point(filled=True, size=70).encode(
+        x=alt.X("value:Q", title=title, scale=alt.Scale(zero=False)), y=y,
+        color=alt.Color("condition:N", legend=alt.Legend(orient="bottom")),
+        yOffset="condition:N",
+        tooltip=["model", "layers", "condition", alt.Tooltip("value:Q", format=".3f"),
+                 alt.Tooltip("lo:Q", format=".3f"), alt.Tooltip("hi:Q", format=".3f")])
+    bars = base.mark_rule().encode(x="lo:Q", x2="hi:Q", y=y, yOffset="condition:N",
+                                   color="condition:N")
+    return (bars + pts).properties(height=alt.Step(14))
+
+
+def slope_chart(seq_means: pd.DataFrame, column: str, title: str,
+                slopes: dict[str, dict]) -> alt.Chart:
+    """A middle-layer statistic of every family member (each seed) against depth, trained and
+    untrained, log–log, with each condition's fitted line."""
+    x = alt.X("layers:Q", scale=alt.Scale(type="log", base=2), title="depth ℓ (blocks, log₂)")
+    y = alt.Y("value:Q", scale=alt.Scale(type="log"), title=title)
+    pts = alt.Chart(seq_means, title=f"{title} vs depth: trained and untrained family").mark_point(
+        size=60, filled=True).encode(x=x, y=y, color=alt.Color("condition:N",
+                                                                legend=alt.Legend(orient="bottom")),
+                                     tooltip=["model", "layers", "condition",
+                                              alt.Tooltip("value:Q", format=".4f")])
+    lines = []
+    for condition in ("trained", "untrained"):
+        fit = slopes[condition]
+        fam = seq_means[(seq_means["condition"] == condition) & (seq_means["layers"] >= 4)]
+        if np.isfinite(fit.get("slope", np.nan)) and len(fam):
+            grid = np.geomspace(fam["layers"].min(), fam["layers"].max(), 20)
+            lines.append(pd.DataFrame({"layers": grid, "condition": condition,
+                                       "value": np.exp(fit["intercept"]) * grid ** fit["slope"]}))
+    layers = [pts]
+    if lines:
+        layers.append(alt.Chart(pd.concat(lines)).mark_line().encode(x=x, y=y, color="condition:N"))
+    return alt.layer(*layers).interactive()
+
+
+def lens_chart(curves: pd.DataFrame) -> alt.Chart:
+    """Last-block lens: mean CE of the next token against the share of blocks used; dashed: the
+    untrained twin; pick a model in the legend."""
+    pick = alt.selection_point(fields=["model"], bind="legend")
+    return alt.Chart(curves, title="Last-block lens: next-token cross-entropy by depth").mark_line(
+        point=alt.OverlayMarkDef(size=14)).encode(
+        x=alt.X("depth:Q", title="blocks before the last one, as a share of the stack"),
+        y=alt.Y("mean:Q", title="cross-entropy (nats)"),
+        color=alt.Color("model:N", legend=alt.Legend(orient="bottom", columns=3)),
+        strokeDash=alt.StrokeDash("condition:N", title=None),
+        opacity=alt.condition(pick, alt.value(1.0), alt.value(0.12)),
+        tooltip=["model", "condition", "layer", alt.Tooltip("mean:Q", format=".3f"),
+                 alt.Tooltip("q25:Q", format=".3f"), alt.Tooltip("q75:Q", format=".3f")]
+    ).add_params(pick).interactive()
+
+
+def tracing_heatmap(effects: pd.DataFrame, title: str) -> alt.Chart:
+    """Mean normalised indirect effect of restoring one (block, position) state, by position
+    group and normalised depth."""
+    from layerlab.depth.tracing import POSITION_GROUPS
+
+    return alt.Chart(effects, title=title).mark_rect().encode(
+        x=alt.X("depth:O", title="normalised depth l/L (bin centre)", axis=alt.Axis(format=".2f")),
+        y=alt.Y("group:N", sort=list(POSITION_GROUPS), title=None),
+        color=alt.Color("effect:Q", scale=alt.Scale(scheme="purples", domain=[0, 1], clamp=True),
+                        title="restored share"),
+        tooltip=["group", alt.Tooltip("depth:Q", format=".2f"),
+                 alt.Tooltip("effect:Q", format=".3f"), "facts"]).properties(width=360, height=150)
+
+
+def bulk_vs_context(table: pd.DataFrame) -> alt.Chart:
+    """Bulk fraction against context length, with and without a BOS token, beside 1 − 1/T (what
+    a minority made only of the first position would give) and the paper's 99.6 %."""
+    long = pd.concat([
+        table.assign(series=np.where(table["bos"], "bulk, BOS at position 0", "bulk, text from position 0"),
+                     value=table["bulk_fraction"]),
+        table[~table["bos"]].assign(series="bulk without position 0",
+                                    value=table["bulk_fraction_without_position0"]),
+        table[~table["bos"]].drop_duplicates("T").assign(model="(reference)", series="1 − 1/T",
+                                                          value=lambda d: 1 - 1 / d["T"]),
+    ], ignore_index=True)
+    x = alt.X("T:Q", scale=alt.Scale(type="log", base=2), title="context length T (tokens)")
+    line = alt.Chart(long, title="Bulk fraction against context length").mark_line(point=True).encode(
+        x=x, y=alt.Y("value:Q", title="bulk fraction", scale=alt.Scale(zero=False)),
+        color=alt.Color("series:N", legend=alt.Legend(orient="bottom", columns=2)),
+        strokeDash=alt.StrokeDash("model:N", legend=alt.Legend(orient="bottom")),
+        tooltip=["model", "series", "T", alt.Tooltip("value:Q", format=".4f"),
+                 alt.Tooltip("minority_position0_share:Q", format=".2f")])
+    ref = alt.Chart(pd.DataFrame({"y": [paper.P1_BULK_FRACTION.value]})).mark_rule(
+        strokeDash=[4, 4], color="gray").encode(y="y:Q")
+    return (ref + line).interactive()
+
+
+def local_slope_chart(slopes: pd.DataFrame) -> alt.Chart:
+    """Local exponent −Δlog loss/Δlog ℓ per pair of student depths: a straight power law is a
+    flat line; the bands mark 1 (averaging) and 2 (Euler steps)."""
+    pick = alt.selection_point(fields=["sweep"], bind="legend")
+    line = alt.Chart(slopes, title="Local exponents between consecutive student depths").mark_line(
+        point=True).encode(
+        x=alt.X("to:Q", scale=alt.Scale(type="log", base=2), title="deeper student of the pair"),
+        y=alt.Y("slope:Q", title="local exponent"),
+        color=alt.Color("sweep:N", legend=alt.Legend(orient="bottom", columns=3)),
+        strokeDash="teacher:N", opacity=alt.condition(pick, alt.value(1.0), alt.value(0.15)),
+        tooltip=["sweep", "pair", alt.Tooltip("slope:Q", format=".2f")]).add_params(pick)
+    ref = alt.Chart(pd.DataFrame({"y": [1.0, 2.0]})).mark_rule(strokeDash=[4, 4],
+                                                                color="gray").encode(y="y:Q")
+    return (ref + line).interactive()
 
 
 def token_scatter(sample: pd.DataFrame, title: str) -> alt.Chart:
@@ -293,9 +420,10 @@ def alpha_vs_temperature(final: pd.DataFrame) -> alt.Chart:
     base = alt.Chart(data, title="α_ℓ vs teacher temperature (KL objective)")
     x = alt.X("temperature:Q", scale=alt.Scale(type="log"), title="temperature T")
     pts = base.mark_line(point=True).encode(x=x, y=alt.Y("alpha:Q", title="α_ℓ"), color="teacher:N",
+                                            detail="seed:N",
                                             tooltip=["sweep", alt.Tooltip("alpha:Q", format=".2f"),
                                                      alt.Tooltip("alpha_se:Q", format=".2f")])
-    bars = base.mark_errorbar().encode(x=x, y="lo:Q", y2="hi:Q", color="teacher:N")
+    bars = base.mark_errorbar().encode(x=x, y="lo:Q", y2="hi:Q", color="teacher:N", detail="seed:N")
     ones = alt.Chart(pd.DataFrame({"y": [1.0, 2.0]})).mark_rule(strokeDash=[4, 4], color="gray").encode(y="y:Q")
     return ones + bars + pts.interactive()
 
@@ -589,8 +717,9 @@ def growth_curves(bands: pd.DataFrame) -> alt.Chart:
 
 # --- chapter 11: verdicts -----------------------------------------------------------------------
 VERDICT_COLORS = alt.Scale(
-    domain=["reproduced", "partly reproduced", "not reproduced", "not testable here"],
-    range=["#59a14f", "#edc948", "#e15759", "#bab0ac"])
+    domain=["reproduced", "partly reproduced", "not reproduced", "not testable at this budget",
+            "not diagnostic"],
+    range=["#59a14f", "#edc948", "#e15759", "#bab0ac", "#76b7b2"])
 
 
 def verdict_chart(t: pd.DataFrame) -> alt.Chart:

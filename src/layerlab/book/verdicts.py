@@ -2,7 +2,7 @@
 cross-paper comparison on SmolLM2 (P1's geometry against P2's importance map).
 
 `SPEC_CLAIMS` lists every claim the two method specs name; a claim with no registered result
-still gets a row ("not testable here: not measured in this profile"), so nothing can silently
+still gets a row ("not testable at this budget: not measured in this profile"), so nothing can silently
 drop out of the verdict table.
 """
 
@@ -21,6 +21,8 @@ SPEC_CLAIMS: dict[str, tuple[str, str]] = {
     "P1-A1-edges-rotate": ("P1", "02_hidden_state_geometry"),
     "P1-A2-update-inverse-depth": ("P1", "02_hidden_state_geometry"),
     "P1-A3-weak-update-correlation": ("P1", "02_hidden_state_geometry"),
+    "P1-A4-no-early-stopping": ("P1", "02_hidden_state_geometry"),
+    "P1-E1-causal-trace": ("P1", "02_hidden_state_geometry"),
     "P1-B1-bulk-fraction": ("P1", "03_token_clusters"),
     "P1-C1-outlier-cut": ("P1", "01_depth_scaling_law"),
     "P1-C2-alpha-l-paper-recipe": ("P1", "01_depth_scaling_law"),
@@ -33,6 +35,7 @@ SPEC_CLAIMS: dict[str, tuple[str, str]] = {
     "P1-D2-tied-teacher-steep": ("P1", "04_toy_depth_mechanisms"),
     "P1-D3-tied-cold": ("P1", "04_toy_depth_mechanisms"),
     "P1-D4-mse-ordering": ("P1", "04_toy_depth_mechanisms"),
+    "P1-D5-student-signatures": ("P1", "04_toy_depth_mechanisms"),
     "P2-C1-core": ("P2", "05_importance_map"),
     "P2-C1-peak-size": ("P2", "05_importance_map"),
     "P2-C1-anti-layers": ("P2", "05_importance_map"),

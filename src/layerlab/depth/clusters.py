@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import torch
 
 from layerlab import paper
 
@@ -164,14 +165,115 @@ def scatter_sample(df: pd.DataFrame, n: int = 3000, seed: int = 0) -> pd.DataFra
     return out
 
 
+# --- is the bulk the first position? -------------------------------------------------------------
+CONTEXT = "bulk_by_context"
+
+
+def context_blocks(tokenizer, source: str, *, n_tokens: int, seq_len: int,
+                   bos: int | None) -> torch.Tensor:
+    """Windows of `seq_len` tokens of the test split; with `bos`, every window starts with that
+    token and seq_len − 1 tokens of text."""
+    from layerlab import corpus
+
+    if bos is None:
+        return corpus.token_blocks(tokenizer, source, n_tokens=n_tokens, seq_len=seq_len,
+                                   split="test")
+    text = corpus.token_blocks(tokenizer, source, n_tokens=n_tokens // seq_len * (seq_len - 1),
+                               seq_len=seq_len - 1, split="test")
+    return torch.cat([torch.full((len(text), 1), bos, dtype=text.dtype), text], dim=1)
+
+
+def bos_token(tokenizer) -> tuple[int, str]:
+    """The token a document starts with: the tokenizer's BOS, or its end-of-text token for
+    tokenizers without one (SmolLM2's documents are separated by <|endoftext|>)."""
+    for attr in ("bos_token_id", "eos_token_id"):
+        tid = getattr(tokenizer, attr, None)
+        if tid is not None:
+            return int(tid), tokenizer.convert_ids_to_tokens(int(tid))
+    raise ValueError("the tokenizer has neither a BOS nor an end-of-text token")
+
+
+def context_summary(arrays: dict[str, np.ndarray]) -> dict[str, Any]:
+    """The primary rule (progress features, 2-means) on one sample: the bulk fraction with and
+    without position 0, and who the minority are."""
+    df, info = cluster(arrays, "progress", "kmeans")
+    report = minority_report(df)
+    no0 = cluster(without_position0(arrays), "progress", "kmeans")[1]
+    n = info["tokens"]
+    return {"tokens": n, "bulk_fraction": info["bulk_fraction"],
+            "bulk_fraction_se": float(np.sqrt(info["bulk_fraction"] * (1 - info["bulk_fraction"])
+                                              / n)),
+            "bulk_fraction_without_position0": no0["bulk_fraction"],
+            "minority_tokens": report["minority_tokens"],
+            "minority_position0_share": report["share_at_position_0"],
+            "position0_share_of_sample": report["position_0_share_of_all"],
+            "progress_quarter_minority": report["median_progress_at_quarter_depth_minority"],
+            "progress_quarter_bulk": report["median_progress_at_quarter_depth_bulk"]}
+
+
+def by_context(profile, cache=None, *, progress: bool = True) -> pd.DataFrame:
+    """Bulk fraction against context length T, without and with a BOS token at position 0, for
+    the profile's context models; each (model, T, BOS) cached as soon as it finishes."""
+    from tqdm.auto import tqdm
+
+    from layerlab import hidden, results
+    from layerlab.depth import geometry
+
+    cache = cache or results.Cache(profile.name)
+    cfg = geometry.config_for(profile)
+    names = list(cfg.context_models or profile.models)
+    key = {**profile.config(), "tokens": cfg.context_tokens, "dtype": cfg.torch_dtype}
+    rows = []
+    for name in tqdm(names, desc="models", disable=not progress, leave=False):
+        lm = None
+        for T in cfg.context_lengths:
+            for with_bos in (False, True):
+                item = f"{name}-T{T}-{'bos' if with_bos else 'text'}"
+                value = cache.get(CONTEXT, key, item)
+                if value is None:
+                    cache.may_compute(f"{CONTEXT}/{item}")
+                    lm = lm or geometry._load(name, profile, cfg)
+                    bos, bos_text = bos_token(lm.tokenizer)
+                    blocks = context_blocks(lm.tokenizer, profile.eval_corpus,
+                                            n_tokens=cfg.context_tokens, seq_len=T,
+                                            bos=bos if with_bos else None)
+                    out = hidden.collect(lm, hidden.block_batches(blocks, cfg.batch_size),
+                                         profiles=cfg.context_tokens, seed=0, progress=False)
+                    arrays = out["profiles"]
+                    arrays["token_text"] = np.array(
+                        [lm.tokenizer.decode([int(t)]) for t in arrays["token_id"]])
+                    value = cache.put(CONTEXT, key, {**context_summary(arrays), "T": T,
+                                                     "bos": with_bos, "bos_token": bos_text if
+                                                     with_bos else None}, item=item)
+                rows.append({"model": name, **value})
+        del lm
+    return pd.DataFrame(rows).assign(sink_line=lambda d: 1 - 1 / d["T"])
+
+
 PAPER_BULK = paper.P1_BULK_FRACTION.value
 TOLERANCE = 0.005
+EARLY_MARGIN = 0.25  # the minority's median progress at a quarter of the depth above the bulk's
+
+
+def number_rule(frac: float, se: float) -> str:
+    """The number: the bulk fraction's 95 % interval against 99.6 ± 0.5 %."""
+    from layerlab.claims import equivalence
+
+    return equivalence(frac, frac - 1.96 * se, frac + 1.96 * se, PAPER_BULK, TOLERANCE)
+
+
+def meaning_rule(position0_share: float, progress_minority: float, progress_bulk: float) -> bool:
+    """The meaning: the minority are early stoppers — mostly not the first position, and much
+    further along their path a quarter of the way through the stack than the bulk."""
+    return bool(np.isfinite(position0_share) and position0_share < 0.5
+                and progress_minority >= progress_bulk + EARLY_MARGIN)
 
 
 def assess(table: pd.DataFrame, primary: str, setting: str,
-           report: dict[str, Any] | None = None) -> list:
-    """The 99.6 % claim: reproduced when the primary model with the primary rule (progress
-    features, 2-means) lands within ±0.5 pp; partly when only other models or rules do."""
+           report: dict[str, Any] | None = None, context: pd.DataFrame | None = None) -> list:
+    """P1-B1 in two parts: the number (the primary model and rule, progress features and
+    2-means, within 99.6 ± 0.5 % with its sampling interval) and its meaning (the minority are
+    early-stopping tokens). Both → reproduced; the number only → partly."""
     from layerlab.claims import NOT_REPRODUCED, PARTLY, REPRODUCED, Claim
 
     main = table[(table["model"] == primary) & (table["features"] == "progress")
@@ -179,16 +281,40 @@ def assess(table: pd.DataFrame, primary: str, setting: str,
     if main.empty:
         raise ValueError(f"no clustering result for the primary model {primary!r}")
     frac = float(main["bulk_fraction"].iloc[0])
-    near = (table["bulk_fraction"] - PAPER_BULK).abs() <= TOLERANCE
-    verdict = REPRODUCED if abs(frac - PAPER_BULK) <= TOLERANCE else (
-        PARTLY if near.any() else NOT_REPRODUCED)
-    others = "; ".join(f"{r.model} {r.features}/{r.rule} {100 * r.bulk_fraction:.1f} %"
-                       for r in table.itertuples())
+    n = int(main["tokens"].iloc[0])
+    se = float(np.sqrt(frac * (1 - frac) / n))
+    number = number_rule(frac, se)
+    report = report or {}
+    share = float(report.get("share_at_position_0", np.nan))
+    meaning = meaning_rule(share, float(report.get("median_progress_at_quarter_depth_minority",
+                                                    np.nan)),
+                           float(report.get("median_progress_at_quarter_depth_bulk", np.nan)))
+    number_ok = number in (REPRODUCED, PARTLY)
+    verdict = (REPRODUCED if number == REPRODUCED and meaning else
+               PARTLY if number_ok or meaning else NOT_REPRODUCED)
+    numbers = {"bulk_fraction": frac, "bulk_fraction_se": se, "number_verdict": number,
+               "meaning": meaning, "minority_position0_share": share}
+    extra = ""
+    if context is not None and len(context):
+        plain = context[(context["model"] == primary) & ~context["bos"]]
+        numbers["by_context"] = {int(r.T): {"bulk": r.bulk_fraction, "one_minus_1_over_T": 1 - 1 / r.T,
+                                            "without_position0": r.bulk_fraction_without_position0,
+                                            "minority_position0_share": r.minority_position0_share}
+                                 for r in plain.itertuples()}
+        extra = "; against T: " + ", ".join(
+            f"T={int(r.T)} {100 * r.bulk_fraction:.2f} % (1 − 1/T {100 * (1 - 1 / r.T):.2f} %)"
+            for r in plain.itertuples())
     return [Claim("P1-B1-bulk-fraction", "P1", "03_token_clusters",
                   "A PCA of per-token layer profiles shows one bulk cluster holding ≈99.6 % of "
-                  "tokens (updated evenly through the middle layers) and a small minority",
-                  "99.6 % (Pythia)", f"{primary}, progress features, 2-means: {100 * frac:.1f} %"
-                  + (f"; {100 * report['share_at_position_0']:.0f} % of its minority sit at "
-                     "position 0" if report else "") + f" (all: {others})",
-                  "primary model and rule within 99.6 ± 0.5 %; partly if only other models or "
-                  "rules are", verdict, setting, {"bulk_fraction": frac})]
+                  "tokens (updated evenly through the middle layers) and a small minority of "
+                  "early-stopping tokens", "99.6 % (Pythia)",
+                  f"{primary}, progress features, 2-means: {100 * frac:.2f} ± {196 * se:.2f} % "
+                  f"(number: {number}); {100 * share:.0f} % of its minority sit at position 0, "
+                  f"minority progress at a quarter of the depth "
+                  f"{report.get('median_progress_at_quarter_depth_minority', np.nan):.2f} vs bulk "
+                  f"{report.get('median_progress_at_quarter_depth_bulk', np.nan):.2f} "
+                  f"(early stoppers: {'yes' if meaning else 'no'})" + extra,
+                  "two parts — the number: the 95 % interval within 99.6 ± 0.5 %; the meaning: "
+                  "under half the minority at position 0 and its median progress at a quarter of "
+                  f"the depth ≥ {EARLY_MARGIN} above the bulk's; both → reproduced, one → partly",
+                  verdict, setting, numbers)]
