@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
+import torch
 
 from layerlab import profiles, results
 from layerlab.depth import geometry
@@ -58,3 +60,49 @@ def test_hub_path_on_a_local_save_pretrained_folder(smoke, tmp_path, tiny_models
     direct = geometry.run(profile, cache, progress=False, only=["tiny-gptneox"])["tiny-gptneox"]
     np.testing.assert_allclose(s["conventions"]["raw"]["all"]["theta"]["mean"],
                                direct["conventions"]["raw"]["all"]["theta"]["mean"], rtol=1e-4)
+
+
+def test_untrained_twin_has_the_same_config_and_fresh_weights():
+    from layerlab import models
+
+    lm = models.load("tiny-llama")
+    with torch.no_grad():
+        for p in lm.model.parameters():
+            p.add_(0.5)  # stands in for training
+    twin = models.untrained_twin(lm, seed=0)
+    assert twin.model.config.to_dict() == lm.model.config.to_dict()
+    assert twin.n_layers == lm.n_layers and twin.tokenizer is lm.tokenizer
+    a, b = lm.model.state_dict(), twin.model.state_dict()
+    assert any(not torch.equal(a[k], b[k]) for k in a)
+    again = models.untrained_twin(lm, seed=0).model.state_dict()
+    assert all(torch.equal(b[k], again[k]) for k in b)  # seeded
+
+
+def test_sequence_stats_skip_position_zero_and_match_the_streaming_means():
+    from layerlab import hidden, models
+
+    lm = models.load("tiny-gptneox")
+    ids = torch.randint(0, 200, (3, 16), generator=torch.Generator().manual_seed(0))
+    rows = geometry.sequence_stats(lm, [{"input_ids": ids}])
+    assert len(rows) == 3 and all(r["tokens"] == 14 for r in rows)  # positions 1..14 kept
+    out = hidden.collect(lm, [{"input_ids": ids}], progress=False)
+    stream = out["conventions"]["raw"]["pos_ge_1"]["theta"]["mean"]
+    mid = np.mean(stream[hidden.middle_layers(lm.n_layers)])
+    assert np.mean([r["middle_theta"] for r in rows]) == pytest.approx(mid, rel=1e-4)
+
+
+def test_control_table_interval_contains_its_mean_and_difference_is_trained_minus_untrained():
+    rng = np.random.default_rng(0)
+    rows = []
+    for trained, centre in ((True, 1.0), (False, 1.5)):
+        for _ in range(30):
+            v = centre + 0.05 * rng.standard_normal()
+            rows.append({"model": "m", "trained": trained, "layers": 8, "family": False,
+                         "first_theta": 2 * v, "last_theta": 2 * v, "middle_theta": v,
+                         "middle_rel_update": v, "middle_theta_dh": v})
+    t = geometry.control_table(pd.DataFrame(rows), n=500)
+    r = t[t["statistic"] == "middle_theta"].iloc[0]
+    assert r.trained_lo < r.trained < r.trained_hi
+    assert r.difference == pytest.approx(r.trained - r.untrained, abs=1e-3)
+    assert r.diff_hi < 0  # clearly below the untrained value
+    assert t[t["statistic"] == "edge_ratio"].iloc[0].trained == pytest.approx(2.0, rel=1e-6)
