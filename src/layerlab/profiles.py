@@ -178,11 +178,14 @@ PROFILES: dict[str, Profile] = {
         family=FamilySettings(depths=(2, 4, 6, 8, 12, 16), width=64, seq_len=128, batch_size=16,
                               steps=1200, lr=2e-3, warmup=60, eval_every=100, eval_blocks=128,
                               seeds=(0, 1)),
+        # controls on 16 windows, 2,048 tokens per context length, 1,024 for the lens (every
+        # pretrained forward costs ~7 s per 1,000 tokens for SmolLM2 on one core, 14 s for Gemma)
         geometry=GeometrySettings(tokens=32 * 512, seq_len=512, batch_size=2, profiles=8000,
-                                  family_tokens=64 * 128),
+                                  family_tokens=64 * 128, control_sequences=16,
+                                  context_tokens=2048, lens_tokens=1024),
         # P1's cheap version (research/paper1.md §9): teacher depth 64, students 2-16,
         # batch 256; 12k steps (~5 min a sweep on one core)
-        tracing=TracingSettings(),
+        tracing=TracingSettings(noise_samples=1),  # P1's single draw (one forward per layer)
         toy=ToySettings(teacher_depth=64, student_depths=(2, 4, 8, 16), batch_size=256,
                         steps=12_000, eval_every=1000, signature_steps=4000,
                         sweeps=CPU_TOY_SWEEPS),
