@@ -95,15 +95,16 @@ verdicts.spearman_matrix(layers)
 # %%
 fam = family.train_family(family.config_for(profile), profile.name, progress=False)
 losses = geometry.family_losses(fam)
-losses
+losses.pivot_table(index="depth", columns="seed", values="val_loss").round(4)
 
 # %%
 verdicts.family_scaling(losses)
 
 # %% [markdown]
-# With five depths the exponent and the floor trade off; where the loss stops falling beyond
-# some depth (too few training tokens for the deeper members, `monotone` above is False), α is
-# uninformative: the family's budget is then the limit, not evidence against P1.
+# The fit uses the seed means. With a handful of depths the exponent and the floor trade off;
+# where the seed-mean loss stops falling beyond some depth (`monotone` above is False), α is
+# uninformative: the family's budget is then the limit, not evidence against P1, and chapter 02
+# does not judge the 1/ℓ law on it.
 
 # %% [markdown]
 # ## Provenance

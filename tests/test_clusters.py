@@ -61,14 +61,17 @@ def test_fractions_skip_models_too_shallow_for_a_pca():
 
 def test_assess_uses_the_primary_model_and_rule():
     table = pd.DataFrame([
-        {"model": "a", "features": "progress", "rule": "kmeans", "bulk_fraction": 0.995},
-        {"model": "a", "features": "rotation", "rule": "kmeans", "bulk_fraction": 0.90},
+        {"model": "a", "features": "progress", "rule": "kmeans", "bulk_fraction": 0.996,
+         "tokens": 100_000},
+        {"model": "a", "features": "rotation", "rule": "kmeans", "bulk_fraction": 0.90,
+         "tokens": 100_000},
     ])
-    assert clusters.assess(table, "a", "t")[0].verdict == claims.REPRODUCED
-    table.loc[0, "bulk_fraction"] = 0.95
-    assert clusters.assess(table, "a", "t")[0].verdict == claims.NOT_REPRODUCED
-    table.loc[1, "bulk_fraction"] = 0.994
-    assert clusters.assess(table, "a", "t")[0].verdict == claims.PARTLY
+    early = {"share_at_position_0": 0.1, "median_progress_at_quarter_depth_minority": 0.9,
+             "median_progress_at_quarter_depth_bulk": 0.2}
+    assert clusters.assess(table, "a", "t", early)[0].verdict == claims.REPRODUCED
+    table.loc[0, "bulk_fraction"] = 0.95  # the other rule's number does not rescue it
+    table.loc[1, "bulk_fraction"] = 0.996
+    assert clusters.assess(table, "a", "t", early)[0].verdict == claims.PARTLY  # meaning only
 
 
 def test_depth_slope_recovers_inverse_depth():

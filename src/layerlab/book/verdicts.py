@@ -119,8 +119,9 @@ def spearman_matrix(layers: pd.DataFrame, inner: bool = True) -> pd.DataFrame:
 def family_scaling(losses: pd.DataFrame) -> dict[str, float]:
     """Loss vs depth of the family trained here: the fitted exponent, and whether loss falls
     monotonically with depth."""
-    from layerlab.depth.geometry import loss_depth_fit
+    from layerlab.depth.geometry import family_monotone, loss_depth_fit
 
     fit = loss_depth_fit(losses)
-    y = losses.sort_values("depth")["val_loss"].to_numpy()
-    return {**fit, "monotone": bool(np.all(np.diff(y) < 0)), "depths": len(y)}
+    mono = family_monotone(losses)
+    return {**fit, "monotone": mono["monotone"], "depths": int(losses["depth"].nunique()),
+            "seeds": int(losses["seed"].nunique())}
