@@ -30,7 +30,9 @@ Its numbers are rendered from the committed results of the `{profile}` profile b
 
 def _claim_ours(table: pd.DataFrame, cid: str) -> str:
     row = table[table["id"] == cid]
-    return str(row["ours"].iloc[0]) if len(row) else "not measured in this profile"
+    if not len(row):
+        return "not measured in this profile"
+    return f"{row['ours'].iloc[0]} (verdict: *{row['verdict'].iloc[0]}*)"
 
 
 def _fmt(x: float, digits: int = 1) -> str:
@@ -161,22 +163,35 @@ def _p1_sections(table: pd.DataFrame) -> list[str]:
     return [
         f"""## P1 — the Chinchilla fit
 
-**Choice:** the authors' recipe (Adam, 50k steps, their start and units) for the headline.
-**Alternatives run:** the converged least-squares fit, bootstrap, likelihood profile, every
+**Choice:** the authors' recipe (Adam, 50k steps, their start and units) for the paper's number;
+the converged least-squares fit with a bootstrap over model shapes for the verdicts.
+**Alternatives run:** a per-run bootstrap, a Huber fit on log loss, the likelihood profile, every
 outlier cut and the ℓ − 2 variant. **Results:** {_claim_ours(table, 'P1-C2-alpha-l-paper-recipe')};
-headline check: {_claim_ours(table, 'P1-C4-headline')}; ℓ − 2 variant:
+headline check: {_claim_ours(table, 'P1-C4-headline')}; ensemble vs procedural:
+{_claim_ours(table, 'P1-C5-ensemble-not-procedural')}; ℓ − 2 variant:
 {_claim_ours(table, 'P1-C6-minus-two-variant')}.""",
+        f"""## P1 — untrained controls and the depth family
+
+P1 shows no untrained baseline for its geometric signatures, and its depth comparison spans
+model sizes of one suite. **Choice:** every signature measured on an untrained twin of each
+model (same configuration, fresh initialisation), verdicts on trained − untrained; a depth
+family of one width trained here from two seeds, judged only if its loss falls with depth.
+**Results:** edges {_claim_ours(table, 'P1-A1-edges-rotate')}; 1/ℓ
+{_claim_ours(table, 'P1-A2-update-inverse-depth')}; lens
+{_claim_ours(table, 'P1-A4-no-early-stopping')}.""",
         f"""## P1 — features and rule of the token PCA
 
 Not published. **Choice:** progress features with 2-means (fixed before looking at results).
-**Alternatives run:** rotation features, a valley split of PC1, and every model without position 0.
+**Alternatives run:** rotation features, a valley split of PC1, every model without position 0,
+and the bulk fraction against context length with and without a BOS token.
 **Results:** {_claim_ours(table, 'P1-B1-bulk-fraction')}.""",
         f"""## P1 — the toy networks' head and schedule
 
 **Choice:** the fixed shared head and the paper's schedules on the `cpu` profile; the learned
 head and constant LR of the paper's grid on `gpu`. **Results:**
 independent teacher {_claim_ours(table, 'P1-D1-independent-teacher')};
-tied teacher {_claim_ours(table, 'P1-D2-tied-teacher-steep')}.""",
+tied teacher {_claim_ours(table, 'P1-D2-tied-teacher-steep')}; student signatures
+{_claim_ours(table, 'P1-D5-student-signatures')}.""",
     ]
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import html
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from layerlab import claims
