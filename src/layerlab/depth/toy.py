@@ -614,19 +614,31 @@ def assess(alphas: "pd.DataFrame", sig: "pd.DataFrame", control: "pd.DataFrame",
             assess_signatures(sig, control, setting)]
 
 
-def untrained_signatures(profile, seed: int = 0) -> "pd.DataFrame":
+def untrained_signatures(profile, cache=None, seed: int = 0) -> "pd.DataFrame":
     """The signature's control: students of the signature depths at PyTorch's default
-    initialisation (not the identity start), measured exactly as the trained ones."""
+    initialisation (not the identity start), measured exactly as the trained ones. Cached:
+    float32 matrix products differ in the last bits between CPUs, and the page must show the
+    stored numbers."""
     import pandas as pd
 
-    from layerlab import hidden
+    from layerlab import results
 
     spec = ToySettings.from_profile(profile)
+    cache = cache or results.Cache(profile.name)
+    rows = cache.cached("toy_signatures", {"toy": 1, "untrained": list(spec.student_depths),
+                                           "seed": seed},
+                        lambda: _untrained_rows(spec.student_depths, seed))
+    return pd.DataFrame(rows)
+
+
+def _untrained_rows(depths, seed: int) -> list[dict[str, Any]]:
+    from layerlab import hidden
+
     gen = torch.Generator().manual_seed(seed + 999)
     x = torch.randn(512, WIDTH, generator=gen)
     rows = []
     with torch.no_grad():
-        for d in spec.student_depths:
+        for d in depths:
             if d < 4:
                 continue
             net = make_student(d, seed=seed * 1000 + d, head=False, identity=False)["net"]
@@ -635,7 +647,7 @@ def untrained_signatures(profile, seed: int = 0) -> "pd.DataFrame":
                          "middle_theta_dh": float(np.mean(out["theta_dh"][hidden.middle_pairs(d)])),
                          "middle_theta": float(np.mean(out["theta"][hidden.middle_layers(d)])),
                          "teacher": "none (untrained)"})
-    return pd.DataFrame(rows)
+    return rows
 
 
 def replicate_summary(alphas: "pd.DataFrame") -> "pd.DataFrame":
