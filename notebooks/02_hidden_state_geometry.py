@@ -86,8 +86,9 @@ print(f"profile: {profile.name}; models: {geometry.model_names(profile)}")
 # One width, several depths, the same training tokens in the same order (a fixed token budget),
 # AdamW with warm-up and cosine decay; every depth is trained from each seed, checkpointed and
 # cached. A depth comparison means something only if the deeper members are better models, so
-# the verdict on the 1/ℓ law is given only when the seed-mean validation loss falls with every
-# added depth.
+# the verdict on the 1/ℓ law is given only when the seed-mean validation loss falls with depth:
+# no added depth may raise it by more than the standard error of that difference (from the seed
+# spread), and the deepest member must beat the shallowest by more than two standard errors.
 
 # %%
 fam = family.train_family(fam_cfg, profile.name)
@@ -95,8 +96,9 @@ losses = geometry.family_losses(fam)
 fit = geometry.loss_depth_fit(losses)
 monotone = geometry.family_monotone(losses)
 print(f"width {fam_cfg.width}, seeds {list(fam_cfg.seeds)}, {fam_cfg.tokens_per_model:,} training "
-      f"tokens per member; seed-mean loss falls with every depth: {monotone['monotone']} "
-      f"(largest step {monotone['largest_step']:+.4f} nats/byte); fit c/ℓ^α + L∞: "
+      f"tokens per member; seed SD {monotone['seed_sd']:.4f} nats/byte; loss falls with depth "
+      f"(within the noise): {monotone['monotone']}; strictly at every depth: {monotone['strict']} "
+      f"(largest step {monotone['largest_step']:+.4f}); fit c/ℓ^α + L∞: "
       f"α = {fit['alpha']:.2f} ± {fit['alpha_se']:.2f}")
 losses.pivot_table(index="depth", columns="seed", values="val_loss").round(4)
 

@@ -111,10 +111,15 @@ def test_a3_weak_correlation_rules():
 
 
 def test_family_monotone():
-    ok = pd.DataFrame({"depth": [2, 2, 4, 4, 8, 8], "val_loss": [2.0, 2.1, 1.9, 1.95, 1.8, 1.8]})
-    bad = ok.assign(val_loss=[2.0, 2.1, 1.9, 1.95, 1.97, 1.99])
-    assert geometry.family_monotone(ok)["monotone"]
+    ok = pd.DataFrame({"depth": [2, 2, 4, 4, 8, 8], "val_loss": [2.0, 2.02, 1.9, 1.92, 1.8, 1.82]})
+    bad = ok.assign(val_loss=[2.0, 2.02, 1.9, 1.92, 1.97, 1.99])  # a step up beyond the noise
+    noisy = ok.assign(val_loss=[2.0, 2.02, 1.9, 1.92, 1.905, 1.925])  # a step up within it
+    flat = ok.assign(val_loss=[2.0, 2.02, 1.99, 2.01, 1.98, 2.0])  # deepest not clearly better
+    assert geometry.family_monotone(ok)["monotone"] and geometry.family_monotone(ok)["strict"]
     assert not geometry.family_monotone(bad)["monotone"]
+    m = geometry.family_monotone(noisy)
+    assert m["monotone"] and not m["strict"]
+    assert not geometry.family_monotone(flat)["monotone"]
 
 
 def test_a4_lens_rule():
