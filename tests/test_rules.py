@@ -159,6 +159,8 @@ def _report(share0: float, minority: float, bulk: float) -> dict:
 def test_b1_number_and_meaning():
     early = _report(0.1, 0.9, 0.2)
     sinks = _report(0.94, 0.2, 0.2)
+    overshoot = _report(0.1, 4.7, 0.1)  # far past the final state: not an early stopper
+    assert clusters.assess(_bulk(0.996), "m", "t", overshoot)[0].verdict == PARTLY
     assert clusters.assess(_bulk(0.996), "m", "t", early)[0].verdict == REPRODUCED
     assert clusters.assess(_bulk(0.996), "m", "t", sinks)[0].verdict == PARTLY
     assert clusters.assess(_bulk(0.90), "m", "t", sinks)[0].verdict == NOT_REPRODUCED

@@ -252,7 +252,7 @@ def by_context(profile, cache=None, *, progress: bool = True) -> pd.DataFrame:
 
 PAPER_BULK = paper.P1_BULK_FRACTION.value
 TOLERANCE = 0.005
-EARLY_MARGIN = 0.25  # the minority's median progress at a quarter of the depth above the bulk's
+EARLY_MARGIN = 0.25  # "at its final state": median progress within 1 ± this at a quarter depth
 
 
 def number_rule(frac: float, se: float) -> str:
@@ -263,10 +263,13 @@ def number_rule(frac: float, se: float) -> str:
 
 
 def meaning_rule(position0_share: float, progress_minority: float, progress_bulk: float) -> bool:
-    """The meaning: the minority are early stoppers — mostly not the first position, and much
-    further along their path a quarter of the way through the stack than the bulk."""
+    """The meaning: the minority are early stoppers — mostly not the first position, already at
+    their final state a quarter of the way through the stack (median progress s within
+    1 ± `EARLY_MARGIN`; a token far beyond 1 overshoots, it has not stopped), while the bulk is
+    still far from it (below 1 − `EARLY_MARGIN`)."""
     return bool(np.isfinite(position0_share) and position0_share < 0.5
-                and progress_minority >= progress_bulk + EARLY_MARGIN)
+                and abs(progress_minority - 1) <= EARLY_MARGIN
+                and progress_bulk < 1 - EARLY_MARGIN)
 
 
 def assess(table: pd.DataFrame, primary: str, setting: str,
@@ -315,6 +318,7 @@ def assess(table: pd.DataFrame, primary: str, setting: str,
                   f"{report.get('median_progress_at_quarter_depth_bulk', np.nan):.2f} "
                   f"(early stoppers: {'yes' if meaning else 'no'})" + extra,
                   "two parts — the number: the 95 % interval within 99.6 ± 0.5 %; the meaning: "
-                  "under half the minority at position 0 and its median progress at a quarter of "
-                  f"the depth ≥ {EARLY_MARGIN} above the bulk's; both → reproduced, one → partly",
+                  "under half the minority at position 0, its median progress at a quarter of the "
+                  f"depth within 1 ± {EARLY_MARGIN} (stopped) and the bulk's below "
+                  f"{1 - EARLY_MARGIN}; both → reproduced, one → partly",
                   verdict, setting, numbers)]
