@@ -38,6 +38,7 @@ def test_lens_last_row_is_the_model_and_first_row_is_the_last_block_alone(tiny, 
 def test_drop_by_middle():
     assert lens.drop_by_middle([4.0, 3.0, 2.0, 1.0, 0.0], 2) == pytest.approx(0.5)
     assert np.isnan(lens.drop_by_middle([4.0, 4.0, 4.0], 1))
+    assert np.isnan(lens.drop_by_middle([4.0, 4.03, 3.99], 1))  # a flat curve is no drop
 
 
 def test_tracing_restoring_the_last_state_recovers_the_clean_probability(tiny):

@@ -82,11 +82,15 @@ def lens_stats(lm: models.LoadedModel, blocks: torch.Tensor, *, batch_size: int 
             "drop_by_middle": drop_by_middle(ce.mean(1), mid)}
 
 
+MIN_DROP = 0.05  # nats: a smaller fall of the mean CE from first to last is no drop at all
+
+
 def drop_by_middle(mean_ce, mid: int) -> float:
-    """(CE_0 − CE_mid) / (CE_0 − CE_final); NaN when the CE does not fall at all."""
+    """(CE_0 − CE_mid) / (CE_0 − CE_final); NaN when the CE falls by less than `MIN_DROP`
+    (an untrained stack's flat curve would otherwise give a ratio of noise)."""
     mean_ce = np.asarray(mean_ce, dtype=float)
     total = mean_ce[0] - mean_ce[-1]
-    return float((mean_ce[0] - mean_ce[mid]) / total) if total > 1e-6 else float("nan")
+    return float((mean_ce[0] - mean_ce[mid]) / total) if total > MIN_DROP else float("nan")
 
 
 # --- every model of a profile -------------------------------------------------------------------
@@ -139,6 +143,9 @@ def curves(runs: pd.DataFrame) -> pd.DataFrame:
 
 def summary(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per model: its early-stopper share and CE drop by mid-depth, beside the twin's."""
+    # the drop is recomputed from the stored curves, so the rule's threshold lives in code
+    runs = runs.assign(drop_by_middle=[drop_by_middle(r.mean, r.middle_layer)
+                                       for r in runs.itertuples()])
     t = runs[runs["trained"]].set_index("model")
     u = runs[~runs["trained"]].set_index("model")
     return pd.DataFrame({"layers": t["layers"], "early_share": t["early_share"],
