@@ -61,5 +61,6 @@ def test_per_layer_joins_geometry_and_importance():
 
 
 def test_family_scaling_flags_non_monotone_losses():
-    losses = pd.DataFrame({"depth": [2, 4, 8, 16, 32], "val_loss": [2.0, 1.8, 1.7, 1.75, 1.72]})
+    losses = pd.DataFrame({"depth": [2, 4, 8, 16, 32], "seed": 0,
+                           "val_loss": [2.0, 1.8, 1.7, 1.75, 1.72]})
     assert verdicts.family_scaling(losses)["monotone"] is False
