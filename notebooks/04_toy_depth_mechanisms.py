@@ -94,8 +94,8 @@ plots.warmup_chart(warm)
 #
 # One call trains every sweep of the profile (cached student by student; a rerun resumes, and a
 # sweep given a deeper student trains only that one). `alpha` is fitted over the sweep's own
-# depths, `alpha_common` over the depths every sweep shares, `deep_slope` is the local exponent
-# of the deepest pair.
+# depths, `alpha_common` over the depths every sweep of its block type shares (Euler: 2–16),
+# `deep_slope` is the local exponent of the deepest pair.
 
 # %%
 runs = toy.run_sweeps(profile)

@@ -347,14 +347,18 @@ def local_slopes(depths, losses) -> list[dict[str, float]]:
 
 def alpha_table(runs: dict[str, dict[str, Any]]) -> "pd.DataFrame":
     """α_ℓ of every sweep at every evaluation step (the last row per sweep is the final one):
-    over the sweep's own depths (`alpha`), over the depths every sweep shares (`alpha_common`,
-    for comparing sweeps), and the deepest pair's local slope (`deep_slope`)."""
+    over the sweep's own depths (`alpha`), over the depths every sweep of its block type shares
+    (`alpha_common`, for comparing sweeps), and the deepest pair's local slope (`deep_slope`)."""
     import pandas as pd
 
-    common = sorted(set.intersection(*(set(r["depths"]) for r in runs.values()))) if runs else []
+    blocks = {r["config"].get("student_block", "euler") for r in runs.values()}
+    shared = {b: sorted(set.intersection(*(set(r["depths"]) for r in runs.values()
+                                            if r["config"].get("student_block", "euler") == b)))
+              for b in blocks}
     rows = []
     for name, run in runs.items():
         cfg = run["config"]
+        common = shared[cfg.get("student_block", "euler")]  # shared by sweeps of its block type
         keep = [run["depths"].index(d) for d in common]
         for point in run["curve"]:
             alpha, se = fit_alpha(run["depths"], point["test_loss"])
