@@ -244,7 +244,7 @@ def family_final_chart(losses: pd.DataFrame) -> alt.Chart:
     pts = base.mark_point(size=60, filled=True).encode(
         x=x, y=y, shape="seed:N", tooltip=["depth", "seed", alt.Tooltip("val_loss:Q", format=".4f")])
     line = base.mark_line(color="black").encode(x=x, y=alt.Y("mean(val_loss):Q"))
-    return (line + pts).interactive()
+    return line + pts.interactive()
 
 
 def control_chart(table: pd.DataFrame, statistic: str, title: str) -> alt.Chart:
@@ -343,7 +343,7 @@ def bulk_vs_context(table: pd.DataFrame) -> alt.Chart:
                  alt.Tooltip("minority_position0_share:Q", format=".2f")])
     ref = alt.Chart(pd.DataFrame({"y": [paper.P1_BULK_FRACTION.value]})).mark_rule(
         strokeDash=[4, 4], color="gray").encode(y="y:Q")
-    return (ref + line).interactive()
+    return ref + line.interactive()
 
 
 def local_slope_chart(slopes: pd.DataFrame) -> alt.Chart:
@@ -359,7 +359,7 @@ def local_slope_chart(slopes: pd.DataFrame) -> alt.Chart:
         tooltip=["sweep", "pair", alt.Tooltip("slope:Q", format=".2f")]).add_params(pick)
     ref = alt.Chart(pd.DataFrame({"y": [1.0, 2.0]})).mark_rule(strokeDash=[4, 4],
                                                                 color="gray").encode(y="y:Q")
-    return (ref + line).interactive()
+    return ref + line.interactive()
 
 
 def token_scatter(sample: pd.DataFrame, title: str) -> alt.Chart:

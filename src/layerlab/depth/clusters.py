@@ -224,7 +224,7 @@ def by_context(profile, cache=None, *, progress: bool = True) -> pd.DataFrame:
     names = list(cfg.context_models or profile.models)
     key = {**profile.config(), "tokens": cfg.context_tokens, "dtype": cfg.torch_dtype}
     rows = []
-    for name in tqdm(names, desc="models", disable=not progress, leave=False):
+    for name in tqdm(names, desc="models", disable=not progress):
         lm = None
         for T in cfg.context_lengths:
             for with_bos in (False, True):

@@ -328,7 +328,7 @@ def controls(profile: Profile, cache: results.Cache | None = None, *,
     cfg = config_for(profile)
     frames = []
     todo = [(n, t) for n in (only or control_names(profile)) for t in (True, False)]
-    for name, trained in tqdm(todo, desc="controls", disable=not progress, leave=False):
+    for name, trained in tqdm(todo, desc="controls", disable=not progress):
         key = {**_cache_key(profile, name), "sequences": cfg.control_sequences}
         item = f"{name}-{'trained' if trained else 'untrained'}"
         rows = cache.get(CONTROLS, key, item)

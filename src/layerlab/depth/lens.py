@@ -111,7 +111,7 @@ def run(profile, cache=None, *, progress: bool = True, only: list[str] | None = 
                 else (cfg.models or profile.models))
     members = [f"{geometry.FAMILY_PREFIX}{d}" for d in fam.depths if d >= 4]
     rows = []
-    for name in tqdm(only or [*llms, *members], desc="lens", disable=not progress, leave=False):
+    for name in tqdm(only or [*llms, *members], desc="lens", disable=not progress):
         key = {**geometry._cache_key(profile, name), "tokens": cfg.lens_tokens, "margin": MARGIN}
         for trained in (True, False):
             item = f"{name}-{'trained' if trained else 'untrained'}"

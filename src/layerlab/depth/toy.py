@@ -331,8 +331,7 @@ def run_sweeps(profile, cache=None, *, only: list[str] | None = None,
     cache = cache or results.Cache(profile.name)
     configs = {k: v for k, v in sweep_configs(profile).items() if only is None or k in only}
     return {name: run_sweep(name, cfg, cache, progress=progress)
-            for name, cfg in tqdm(configs.items(), desc="toy sweeps",
-                                  disable=not progress, leave=False)}
+            for name, cfg in tqdm(configs.items(), desc="toy sweeps", disable=not progress)}
 
 
 def local_slopes(depths, losses) -> list[dict[str, float]]:
