@@ -290,13 +290,20 @@ def sequence_stats(lm: models.LoadedModel, batches, *, limit: int | None = None)
     return rows
 
 
+def control_llms(profile: Profile) -> list[str]:
+    """The pretrained models that get untrained twins (the settings' `control_models`, or every
+    model of the profile)."""
+    cfg = config_for(profile)
+    return list(cfg.control_models if cfg.control_models is not None
+                else (cfg.models or profile.models))
+
+
 def control_names(profile: Profile) -> list[str]:
     """Every model with a sequence-level control: the LLMs (or the settings' `control_models`)
     and each family member of every seed (`family-dD` is the first seed, `family-dD-sS` the
     others)."""
-    cfg, fam = config_for(profile), family.config_for(profile)
-    llms = list(cfg.control_models if cfg.control_models is not None
-                else (cfg.models or profile.models))
+    fam = family.config_for(profile)
+    llms = control_llms(profile)
     members = [f"{FAMILY_PREFIX}{d}" + ("" if s == fam.seed else f"-s{s}")
                for s in fam.seeds for d in fam.depths]
     return llms + members

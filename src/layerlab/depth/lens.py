@@ -107,8 +107,7 @@ def run(profile, cache=None, *, progress: bool = True, only: list[str] | None = 
 
     cache = cache or results.Cache(profile.name)
     cfg, fam = geometry.config_for(profile), family.config_for(profile)
-    llms = list(cfg.control_models if cfg.control_models is not None
-                else (cfg.models or profile.models))
+    llms = geometry.control_llms(profile)
     members = [f"{geometry.FAMILY_PREFIX}{d}" for d in fam.depths if d >= 4]
     rows = []
     for name in tqdm(only or [*llms, *members], desc="lens", disable=not progress):

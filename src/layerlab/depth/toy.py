@@ -656,7 +656,7 @@ def _untrained_rows(depths, seed: int) -> list[dict[str, Any]]:
 def replicate_summary(alphas: "pd.DataFrame") -> "pd.DataFrame":
     """Final α_ℓ per teacher type, objective, temperature and student block over the depths
     every sweep shares: mean and SD over teacher seeds."""
-    final = alphas.sort_values("step").groupby("sweep").tail(1)
+    final = _final(alphas)
     return final.groupby(["block", "teacher", "objective", "temperature"]).agg(
         alpha_mean=("alpha_common", "mean"), alpha_sd=("alpha_common", "std"),
         replicates=("alpha_common", "size")).reset_index()
