@@ -94,7 +94,10 @@ def make_batches(ids: list[list[int]], batch_tokens: int) -> list[_Batch]:
 def _sentence_nll(logits: torch.Tensor, batch: _Batch) -> torch.Tensor:
     ids = batch.ids.to(logits.device)
     mask = batch.mask[:, 1:].to(logits.device)
-    nll = F.cross_entropy(logits[:, :-1].float().transpose(1, 2), ids[:, 1:], reduction="none")
+    # flattened rows: cross_entropy over a transposed [b, V, T] view is ~9x slower on CPU
+    b, t = ids.shape[0], ids.shape[1] - 1
+    nll = F.cross_entropy(logits[:, :-1].reshape(b * t, -1).float(), ids[:, 1:].reshape(-1),
+                          reduction="none").view(b, t)
     nll = (nll * mask).sum(dim=1)
     if not torch.isfinite(nll).all():
         raise FloatingPointError("non-finite loss: the edited model produced NaN or inf logits")

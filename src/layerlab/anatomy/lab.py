@@ -27,7 +27,7 @@ class Lab:
         self.cfg = config_for(profile)
         self.cache = results.Cache(profile.name)
         self.progress = progress
-        self._evaluators: dict[str, Evaluator] = {}
+        self._evaluators: dict[tuple[str, int], Evaluator] = {}
 
     @property
     def model_name(self) -> str:
@@ -49,23 +49,27 @@ class Lab:
     def n_layers(self) -> int:
         return self.cfg.n_layers
 
-    def evalset(self, name: str) -> evalsets.EvalSet:
+    def evalset(self, name: str, tokens: int = 0) -> evalsets.EvalSet:
+        """E0 or E1; `tokens` > 0 keeps only E1's first sentences up to that many tokens (E1 is
+        taken in text order, so the subset is a prefix of the full set)."""
         if name == "E0":
+            if tokens:
+                raise ValueError("E0 has no subsets: it is ten sentences")
             return evalsets.e0(self.lm.tokenizer)
         if name == "E1":
             return evalsets.e1(self.lm.tokenizer, self.cfg.e1_source,
-                               min_tokens=self.cfg.e1_tokens, max_len=self.cfg.e1_max_len)
+                               min_tokens=tokens or self.cfg.e1_tokens, max_len=self.cfg.e1_max_len)
         raise ValueError(f"unknown evaluation set {name!r}; use 'E0' or 'E1'")
 
-    def evaluator(self, name: str) -> Evaluator:
-        if name not in self._evaluators:
-            ev = Evaluator(self.lm, self.evalset(name), batch_tokens=self.cfg.batch_tokens,
+    def evaluator(self, name: str, tokens: int = 0) -> Evaluator:
+        if (name, tokens) not in self._evaluators:
+            ev = Evaluator(self.lm, self.evalset(name, tokens), batch_tokens=self.cfg.batch_tokens,
                            progress=self.progress)
             if ev.lm.n_layers != self.n_layers:
                 raise ValueError(f"{self.model_name} has {ev.lm.n_layers} layers; the profile "
                                  f"expects {self.n_layers} (set AnatomySettings.n_layers)")
-            self._evaluators[name] = ev
-        return self._evaluators[name]
+            self._evaluators[(name, tokens)] = ev
+        return self._evaluators[(name, tokens)]
 
     def base(self, name: str) -> Scores:
         """Base scores of a set (cached)."""
