@@ -476,12 +476,35 @@ class GrowthConfig(_Settings):
 
 
 @dataclass(frozen=True)
+class GrowthTuning(_Settings):
+    """Chapter 10 in the paper's regime, found by a stated search: uniform training (the base
+    config's lr, `search_seed`) on memorised sets of each size in `sizes`; the size whose final
+    loss is nearest `target` is kept. There every arm runs each lr of `lrs` with `search_seed`;
+    the lowest final loss picks the arm's lr, and `seeds` (not the search seed: the choice is
+    not judged on the run that made it) give the verdict."""
+
+    sizes: tuple[int, ...] = (16_384, 65_536, 262_144)
+    target: float = paper.P2_GROWTH.value["uniform"]
+    lrs: tuple[float, ...] = (3e-4, 1e-3, 3e-3)
+    search_seed: int = 0
+    seeds: tuple[int, ...] = (1, 2, 3)
+
+    def validate(self) -> None:
+        _check(len(self.sizes) > 0 and min(self.sizes) > 0, f"bad sizes {self.sizes}")
+        _check(len(self.lrs) > 0 and min(self.lrs) > 0, f"bad lrs {self.lrs}")
+        _check(len(self.seeds) > 0 and self.search_seed not in self.seeds,
+               f"the verdict's seeds {self.seeds} must not include the search seed")
+
+
+
+@dataclass(frozen=True)
 class GrowthSettings(_Settings):
     """Chapter 10: one base config, run for every regime × seed × arm."""
 
     config: GrowthConfig
     regimes: tuple[str, ...]
     seeds: tuple[int, ...]
+    tuning: GrowthTuning | None = None  # the paper's regime (a search and per-arm lrs)
 
     profile_field = "growth"
 
@@ -507,7 +530,9 @@ class GrowthSettings(_Settings):
         return self.replace(config=self.config.replace(
             width=16, heads=2, ffn=32, seq_len=16, batch_size=2, uniform_steps=24, warmup=2,
             eval_every=6, eval_blocks=2, checkpoint_every=6, memorise_tokens=512),
-            seeds=self.seeds[:1])
+            seeds=self.seeds[:1],
+            tuning=self.tuning and self.tuning.replace(sizes=(256, 512), lrs=self.tuning.lrs[:2],
+                                                       seeds=self.tuning.seeds[:1]))
 
 
 EXPERIMENT_SETTINGS = (DepthScalingSettings, FamilySettings, GeometrySettings, TracingSettings,
