@@ -98,6 +98,40 @@ def against_control(trained: str, control: str, diff_lo: float, diff_hi: float) 
     return trained
 
 
+def interval_rule(lo: float, hi: float, band_lo: float, band_hi: float) -> str:
+    """A claimed band against a confidence interval, with no verdict from the point estimate:
+    the interval inside the band → reproduced; disjoint from it → not reproduced; overlapping
+    its edge (or not finite) → not testable at this budget."""
+    import math
+
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return NOT_TESTABLE
+    if band_lo <= lo and hi <= band_hi:
+        return REPRODUCED
+    if hi < band_lo or lo > band_hi:
+        return NOT_REPRODUCED
+    return NOT_TESTABLE
+
+
+def strict(verdicts: list[str]) -> str:
+    """Every part of a claim must hold: all parts reproduced → reproduced; any part failing →
+    not reproduced; otherwise (some part untestable) → not testable at this budget. Never
+    "partly" because some of several checks passed."""
+    if not verdicts:
+        raise ValueError("no verdicts to combine")
+    if all(v == REPRODUCED for v in verdicts):
+        return REPRODUCED
+    if NOT_REPRODUCED in verdicts or PARTLY in verdicts:
+        return NOT_REPRODUCED
+    return NOT_TESTABLE
+
+
+def all_hold(checks: dict[str, bool]) -> str:
+    """Checks that are each decided by the data (no interval left open): all → reproduced,
+    otherwise not reproduced."""
+    return judge(checks, partial_ok=False)
+
+
 def combine(verdicts: list[str]) -> str:
     """One verdict from per-model verdicts: unanimous ones stand; any mixture with a reproduced
     model is partly reproduced; failures mixed with non-diagnostic models are not reproduced."""

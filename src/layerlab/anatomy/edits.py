@@ -23,6 +23,8 @@ the attention module):
 | `noise` | W_l ← W_l + σ · std(W_l) · N(0, 1) for each weight matrix, seeded | linear |
 | `replace` | T_l ← given tensors (`values`: {layer: {name: tensor}}) | — |
 
+All but `scale`, `noise`, `skip` and `replace` take `fraction` f: W + f · (W_new − W).
+
 Used by chapters 05, 06, 07 and 09.
 """
 
@@ -43,8 +45,12 @@ DEFAULT_GROUP = {"neighbour_average": "all", "mean_of_others": "all", "zero": "l
                  "clone": "all", "mix": "linear", "low_rank_mix": "linear", "scale": "linear",
                  "noise": "linear"}
 KINDS = (*DEFAULT_GROUP, "skip", "replace")
-OPTIONS = {"low_rank_mix": {"rank"}, "scale": {"alpha"}, "noise": {"sigma", "seed"},
-           "replace": {"values"}}
+# `fraction` (a float, or {layer: float}) moves each tensor only part of the way to its new value,
+# W + f · (W_new − W): the same edit at a chosen size (chapter 06's matched perturbations)
+_PARTIAL = {"fraction"}
+OPTIONS = {"low_rank_mix": {"rank", *_PARTIAL}, "scale": {"alpha"}, "noise": {"sigma", "seed"},
+           "replace": {"values"},
+           **{k: _PARTIAL for k in ("neighbour_average", "mean_of_others", "zero", "clone", "mix")}}
 REQUIRED = {"low_rank_mix": {"rank"}, "scale": {"alpha"}, "noise": {"sigma"}, "replace": {"values"}}
 
 _ACTIVE: "weakref.WeakKeyDictionary[nn.Module, Edit]" = weakref.WeakKeyDictionary()
@@ -138,6 +144,19 @@ def _new_value(e: Edit, lm: LoadedModel, layer: int, name: str,
     L = lm.n_layers
     w = original(layer, name)
     opts = e.opts
+    value = _full_value(e, lm, layer, name, original)
+    fraction = opts.get("fraction")
+    if fraction is None or value is None:
+        return value
+    f = float(fraction[layer] if isinstance(fraction, dict) else fraction)
+    return w + f * (value - w)
+
+
+def _full_value(e: Edit, lm: LoadedModel, layer: int, name: str,
+                original: Callable[[int, str], torch.Tensor]) -> torch.Tensor | None:
+    L = lm.n_layers
+    w = original(layer, name)
+    opts = e.opts
     if e.kind == "neighbour_average":
         sides = [j for j in (layer - 1, layer + 1) if 0 <= j < L]
         return sum(original(j, name) for j in sides) / len(sides)
@@ -161,6 +180,33 @@ def _new_value(e: Edit, lm: LoadedModel, layer: int, name: str,
         noise = torch.randn(w.shape, generator=gen, dtype=torch.float32).to(w.device)
         return w + float(opts["sigma"]) * w.float().std() * noise
     raise EditError(f"{e.kind} does not compute tensors")  # pragma: no cover
+
+
+@torch.no_grad()
+def relative_change(lm: LoadedModel, e: Edit) -> dict[int, float]:
+    """‖W_new − W‖ / ‖W‖ per edited layer, over the weight matrices of the edit's tensor group
+    (Frobenius norms of all matrices together); computed without touching the model."""
+    if e.kind in ("skip", "replace"):
+        raise EditError(f"{e.kind} has no tensor values to measure")
+    _check(lm, e)
+    params = [dict(block.named_parameters()) for block in lm.blocks]
+
+    def original(layer: int, name: str) -> torch.Tensor:
+        return params[layer][name].detach()
+
+    names = [n for n in tensor_names(lm.blocks[e.layers[0]], e.group or "all")
+             if _is_matrix(n, params[e.layers[0]][n])]
+    out = {}
+    for l in e.layers:
+        delta = base = 0.0
+        for n in names:
+            w = original(l, n).float()
+            new = _new_value(e, lm, l, n, original)
+            if new is not None:
+                delta += float(((new.float() - w) ** 2).sum())
+            base += float((w ** 2).sum())
+        out[l] = (delta / base) ** 0.5
+    return out
 
 
 # -- applying and restoring -------------------------------------------------------------------

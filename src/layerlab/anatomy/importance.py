@@ -242,84 +242,179 @@ def headline(table: pd.DataFrame, n_layers: int) -> pd.DataFrame:
     return out
 
 
-def assess(result: dict[str, Any], setting: str, n_layers: int) -> list[claims.Claim]:
-    """Verdicts on C1: core and peak, anti-layers, the I/O and connective classes, the range."""
-    t = result["table"]
-    nb = t[t["method"] == "neighbour_average"]
-    nb_in = inner(nb, n_layers)
-    chapter = "05_importance_map"
-    found = []
-    r = result["ranges"].set_index("set")
-    checks = {f"{s}: 10^6 ≤ range ≤ 10^8": 6 <= r.loc[s, "log10_range"] <= 8 for s in r.index}
-    found.append(claims.Claim(
-        id="P2-C1-range", paper="P2", chapter=chapter,
-        statement=RANGE_CLAIM,
-        paper_value="10^7",
+CHAPTER = "05_importance_map"
+CORE_OPERATIONS = ("neighbour_average", "skip")  # the paper's operation, and removal
+
+
+def range_rule(ranges: pd.DataFrame) -> str:
+    """The range's bootstrap interval (log10) inside 10^6–10^8 on every set (strict)."""
+    return claims.strict([claims.interval_rule(*r["log10_range_ci"], 6.0, 8.0)
+                          for _, r in ranges.iterrows()])
+
+
+def assess_range(ranges: pd.DataFrame, setting: str) -> claims.Claim:
+    r = ranges.set_index("set")
+    return claims.Claim(
+        id="P2-C1-range", paper="P2", chapter=CHAPTER, statement=RANGE_CLAIM, paper_value="10^7",
         ours="; ".join(f"{s}: 10^{r.loc[s, 'log10_range']:.1f} (bootstrap 95 % "
                        f"10^{r.loc[s, 'log10_range_ci'][0]:.1f}–10^{r.loc[s, 'log10_range_ci'][1]:.1f})"
                        for s in r.index),
-        rule="within one order of magnitude of 10^7 on each set; ill-posed (see text)",
-        verdict=claims.judge(checks), setting=setting, numbers={"checks": checks}))
-    if n_layers != PAPER_LAYERS:  # the claims name layers of SmolLM2's 30-layer stack
-        return found + [claims.Claim(
-            id=cid, paper="P2", chapter=chapter, statement=text, paper_value="SmolLM2-135M layers",
-            ours=f"model has {n_layers} layers", rule=f"needs a {PAPER_LAYERS}-layer model",
-            verdict=claims.NOT_TESTABLE, setting=setting) for cid, text in LAYER_CLAIMS.items()]
+        rule="the bootstrap interval inside 10^6–10^8 on every set → reproduced; outside it on a "
+             "set → not reproduced; straddling an edge → not testable (ill-posed: see the text)",
+        verdict=range_rule(ranges), setting=setting)
 
-    peaks = {s: int(df.loc[df["deg"].idxmax(), "layer"]) for s, df in nb_in.groupby("set")}
-    core = {s: sorted(df.loc[df["class"] == "critical core", "layer"].astype(int))
-            for s, df in nb_in.groupby("set")}
-    checks = {f"peak at L11 on {s}": peaks[s] == PAPER_PEAK for s in peaks}
-    for s, members in core.items():
-        checks[f"{s}: ≥ 3 of L8–11 in the core"] = len(set(members) & set(PAPER_CORE)) >= 3
-        checks[f"{s}: no core layer outside L7–12"] = all(7 <= l <= 12 for l in members)
-    found.append(claims.Claim(
-        id="P2-C1-core", paper="P2", chapter=chapter,
-        statement=LAYER_CLAIMS["P2-C1-core"],
-        paper_value="core L8–11, peak L11",
-        ours="; ".join(f"{s}: peak L{peaks[s]}, core {core[s] or 'none'}" for s in peaks),
-        rule="peak at L11 on each set; ≥ 3 of L8–11 and nothing outside L7–12 classed core "
-             "(core = ≥ 100 % in the middle half)",
-        verdict=claims.judge(checks), setting=setting,
-        numbers={"peaks": peaks, "core": core, "checks": checks}))
 
-    l11 = {s: float(df.loc[df["layer"] == PAPER_PEAK, "deg"].iloc[0]) for s, df in nb.groupby("set")}
-    checks = {f"{s}: within 10× of +63,419 %": abs(math.log10(max(v, 1e-9) / PAPER_PEAK_DEG)) <= 1
-              for s, v in l11.items()}
-    found.append(claims.Claim(
-        id="P2-C1-peak-size", paper="P2", chapter=chapter,
-        statement=LAYER_CLAIMS["P2-C1-peak-size"],
-        paper_value="+63,419 %", ours="; ".join(f"{s}: {v:+,.0f} %" for s, v in l11.items()),
-        rule="within a factor of 10 (|log10(ours / paper)| ≤ 1) on each set",
-        verdict=claims.judge(checks), setting=setting, numbers={"l11": l11, "checks": checks}))
-
-    checks, shown = {}, []
-    for s, df in nb.groupby("set"):
-        for l in PAPER_ANTI:
-            r = df[df["layer"] == l].iloc[0]
-            checks[f"L{l} {s} CI < 0"] = bool(r["hi"] < 0)
-            shown.append(f"L{l} {s} {r['deg']:+.1f} % [{r['lo']:+.1f}, {r['hi']:+.1f}]")
-    found.append(claims.Claim(
-        id="P2-C1-anti-layers", paper="P2", chapter=chapter,
-        statement=LAYER_CLAIMS["P2-C1-anti-layers"],
-        paper_value="L14, L17 at −0.6 %", ours="; ".join(shown),
-        rule="the bootstrap 95 % CI of the degradation lies entirely below 0, for each layer and set",
-        verdict=claims.judge(checks), setting=setting, numbers={"checks": checks}))
-
+def core_checks(table: pd.DataFrame, method: str, n_layers: int) -> dict[str, bool]:
+    """P2-C1-core under one operation, per set: peak at L11, ≥ 3 of L8–11 classed core, no core
+    layer outside L7–12."""
+    one = inner(table[table["method"] == method], n_layers)
     checks = {}
-    for s, df in nb.groupby("set"):
+    for s, df in one.groupby("set"):
+        peak = int(df.loc[df["deg"].idxmax(), "layer"])
+        members = set(df.loc[df["class"] == "critical core", "layer"].astype(int))
+        checks[f"{method} {s}: peak at L11"] = peak == PAPER_PEAK
+        checks[f"{method} {s}: ≥ 3 of L8–11 core"] = len(members & set(PAPER_CORE)) >= 3
+        checks[f"{method} {s}: no core outside L7–12"] = all(7 <= l <= 12 for l in members)
+    return checks
+
+
+def core_rule(table: pd.DataFrame, n_layers: int) -> tuple[str, dict[str, str]]:
+    """Reproduced when neighbour averaging and removal both find the core on every set; partly
+    when neighbour averaging (the paper's operation) does and removal does not — the core then
+    belongs to the operation, not only to the layers; not reproduced otherwise."""
+    per_op = {m: claims.all_hold(core_checks(table, m, n_layers)) for m in CORE_OPERATIONS
+              if m in set(table["method"])}
+    if per_op.get("neighbour_average") != claims.REPRODUCED:
+        return claims.NOT_REPRODUCED, per_op
+    if per_op.get("skip") == claims.REPRODUCED:
+        return claims.REPRODUCED, per_op
+    return claims.PARTLY, per_op
+
+
+def assess_core(table: pd.DataFrame, setting: str, n_layers: int) -> claims.Claim:
+    verdict, per_op = core_rule(table, n_layers)
+    shown = []
+    for m in per_op:
+        one = inner(table[table["method"] == m], n_layers)
+        for s, df in one.groupby("set"):
+            peak = int(df.loc[df["deg"].idxmax(), "layer"])
+            core = sorted(df.loc[df["class"] == "critical core", "layer"].astype(int))
+            deg = {l: float(df.loc[df["layer"] == l, "deg"].iloc[0]) for l in PAPER_CORE}
+            shown.append(f"{m.replace('_', ' ')} {s}: peak L{peak}, core {core or 'none'} ("
+                         + ", ".join(f"L{l} {v:+,.0f} %" for l, v in deg.items()) + ")")
+    carried = ("carried by neighbour averaging alone: under removal the core is not found"
+               if verdict == claims.PARTLY else "")
+    return claims.Claim(
+        id="P2-C1-core", paper="P2", chapter=CHAPTER, statement=LAYER_CLAIMS["P2-C1-core"],
+        paper_value="core L8–11, peak L11",
+        ours="; ".join(shown) + (f" — {carried}" if carried else ""),
+        rule="per operation: peak at L11, ≥ 3 of L8–11 classed core (≥ 100 % in the middle half) "
+             "and none outside L7–12, on every set; both neighbour averaging and removal → "
+             "reproduced; neighbour averaging only → partly; otherwise not reproduced",
+        verdict=verdict, setting=setting, numbers={"per_operation": per_op})
+
+
+def peak_size_rule(table: pd.DataFrame) -> str:
+    """L11's neighbour-average degradation: its bootstrap CI within a factor of 10 of the
+    paper's on every set (log10 band ±1)."""
+    nb = table[(table["method"] == "neighbour_average") & (table["layer"] == PAPER_PEAK)]
+    band = (math.log10(PAPER_PEAK_DEG) - 1, math.log10(PAPER_PEAK_DEG) + 1)
+    return claims.strict([claims.interval_rule(math.log10(max(r["lo"], 1e-9)),
+                                               math.log10(max(r["hi"], 1e-9)), *band)
+                          for _, r in nb.iterrows()])
+
+
+def assess_peak_size(table: pd.DataFrame, setting: str) -> claims.Claim:
+    nb = table[(table["method"] == "neighbour_average") & (table["layer"] == PAPER_PEAK)]
+    return claims.Claim(
+        id="P2-C1-peak-size", paper="P2", chapter=CHAPTER,
+        statement=LAYER_CLAIMS["P2-C1-peak-size"], paper_value="+63,419 %",
+        ours="; ".join(f"{r['set']}: {r['deg']:+,.0f} % [{r['lo']:+,.0f}, {r['hi']:+,.0f}]"
+                       for _, r in nb.iterrows()),
+        rule="the bootstrap CI within a factor of 10 of the paper's (|log10(ours / paper)| ≤ 1) "
+             "on every set; disjoint from that band → not reproduced; straddling → not testable",
+        verdict=peak_size_rule(table), setting=setting)
+
+
+def anti_rule(table: pd.DataFrame) -> str:
+    """Each claimed anti-layer on each set: CI below 0 → holds; CI above 0 → fails; CI across
+    0 → not testable (the paper's −0.6 % is within the noise of ten sentences)."""
+    nb = table[(table["method"] == "neighbour_average") & table["layer"].isin(PAPER_ANTI)]
+    return claims.strict([claims.REPRODUCED if r["hi"] < 0 else
+                          claims.NOT_REPRODUCED if r["lo"] > 0 else claims.NOT_TESTABLE
+                          for _, r in nb.iterrows()])
+
+
+def assess_anti(table: pd.DataFrame, setting: str) -> claims.Claim:
+    nb = table[(table["method"] == "neighbour_average") & table["layer"].isin(PAPER_ANTI)]
+    return claims.Claim(
+        id="P2-C1-anti-layers", paper="P2", chapter=CHAPTER,
+        statement=LAYER_CLAIMS["P2-C1-anti-layers"], paper_value="L14, L17 at −0.6 %",
+        ours="; ".join(f"L{int(r['layer'])} {r['set']} {r['deg']:+.1f} % [{r['lo']:+.1f}, "
+                       f"{r['hi']:+.1f}]" for _, r in nb.sort_values(["layer", "set"]).iterrows()),
+        rule="for each layer and set: CI entirely below 0 holds, entirely above fails, across 0 is "
+             "not testable; all hold → reproduced; any fails → not reproduced",
+        verdict=anti_rule(table), setting=setting)
+
+
+def io_checks(table: pd.DataFrame) -> dict[str, bool]:
+    checks = {}
+    for s, df in table[table["method"] == "neighbour_average"].groupby("set"):
         cls = df.set_index("layer")["class"]
         checks[f"{s}: L1–2 are I/O"] = all(cls[l] == "I/O" for l in (1, 2))
         checks[f"{s}: ≥ 4 of L23–28 are I/O"] = sum(cls[l] == "I/O" for l in range(23, 29)) >= 4
-    io = {s: sorted(df.loc[df["class"] == "I/O", "layer"].astype(int)) for s, df in nb_in.groupby("set")}
-    found.append(claims.Claim(
-        id="P2-C1-io-layers", paper="P2", chapter=chapter,
-        statement=LAYER_CLAIMS["P2-C1-io-layers"],
-        paper_value="I/O L1–2, L23–28", ours="; ".join(f"{s}: I/O {v}" for s, v in io.items()),
-        rule="L1–2 and ≥ 4 of L23–28 classed I/O (≥ 30 % outside the middle half) on each set",
-        verdict=claims.judge(checks), setting=setting, numbers={"io": io, "checks": checks}))
+    return checks
 
-    return found
+
+def assess_io(table: pd.DataFrame, setting: str, n_layers: int) -> claims.Claim:
+    nb_in = inner(table[table["method"] == "neighbour_average"], n_layers)
+    io = {s: sorted(df.loc[df["class"] == "I/O", "layer"].astype(int)) for s, df in nb_in.groupby("set")}
+    checks = io_checks(table)
+    return claims.Claim(
+        id="P2-C1-io-layers", paper="P2", chapter=CHAPTER, statement=LAYER_CLAIMS["P2-C1-io-layers"],
+        paper_value="I/O L1–2, L23–28", ours="; ".join(f"{s}: I/O {v}" for s, v in io.items()),
+        rule="L1–2 and ≥ 4 of L23–28 classed I/O (≥ 30 % outside the middle half) on every set; "
+             "all → reproduced, otherwise not reproduced",
+        verdict=claims.all_hold(checks), setting=setting, numbers={"io": io, "checks": checks})
+
+
+def assess(result: dict[str, Any], setting: str, n_layers: int) -> list[claims.Claim]:
+    """Verdicts on C1: the range, core and peak, anti-layers, the I/O and connective classes."""
+    found = [assess_range(result["ranges"], setting)]
+    if n_layers != PAPER_LAYERS:  # the claims name layers of SmolLM2's 30-layer stack
+        return found + [not_testable(cid, setting, n_layers) for cid in LAYER_CLAIMS]
+    t = result["table"]
+    return found + [assess_core(t, setting, n_layers), assess_peak_size(t, setting),
+                    assess_anti(t, setting), assess_io(t, setting, n_layers)]
+
+
+def core_by_operation(table: pd.DataFrame, n_layers: int) -> pd.DataFrame:
+    """Degradation % of L7–12 under neighbour averaging and removal, per set, with each
+    operation's rank of the layer among layers 1 … L−2 (1 = most damaging)."""
+    rows = []
+    for (s, m), df in inner(table[table["method"].isin(CORE_OPERATIONS)], n_layers).groupby(["set", "method"]):
+        rank = df.set_index("layer")["deg"].rank(ascending=False).astype(int)
+        for l in range(7, 13):
+            r = df[df["layer"] == l].iloc[0]
+            rows.append({"set": s, "operation": m, "layer": l, "deg %": round(float(r["deg"]), 1),
+                         "rank": int(rank[l]), "class": r["class"]})
+    return pd.DataFrame(rows).pivot_table(index="layer", columns=["set", "operation"],
+                                          values=["deg %", "rank"], aggfunc="first")
+
+
+def base_line(bases: dict[str, Scores]) -> str:
+    """The unedited model's perplexity on each set beside the paper's (its ten sentences)."""
+    ours = "; ".join(f"{s} {b.ppl:.2f}" for s, b in bases.items())
+    return (f"base perplexity: {ours} (paper reported {paper.P2_BASE_PPL.value:.2f} on its own ten "
+            "sentences, not published)")
+
+
+def not_testable(cid: str, setting: str, n_layers: int) -> claims.Claim:
+    """A layer-naming claim on a model without SmolLM2's 30 layers (the smoke model)."""
+    return claims.Claim(
+        id=cid, paper="P2", chapter=CHAPTER, statement=LAYER_CLAIMS[cid],
+        paper_value="SmolLM2-135M layers", ours=f"model has {n_layers} layers",
+        rule=f"needs a {PAPER_LAYERS}-layer model", verdict=claims.NOT_TESTABLE, setting=setting)
 
 
 def anchor_points(table: pd.DataFrame, sim: pd.DataFrame, set_name: str, n_layers: int) -> pd.DataFrame:

@@ -114,6 +114,167 @@ def run(lab: Lab, target: list[int]) -> dict[str, Any]:
     return out
 
 
+# -- matched perturbations: is scaling benign, or only small? ------------------------------------
+MATCHED_SIZE = 0.1  # ‖ΔW‖ / ‖W‖ of scale ×0.9: every strategy moved this far toward its target
+MATCHED_DAMAGE = 10.0  # single-layer degradation % (E0) every strategy is tuned to
+DIRECTIONS = ("zero", "clone", "mix", "low-rank mix r=64")  # zero at fraction f is scale × (1 − f)
+SUBSET_TOKENS = 2048  # E1's first tokens: the held-out set of the matched runs and the k curve
+
+
+def _partial(name: str, layers: list[int], fraction: dict[int, float]) -> edits.Edit:
+    kind, opts = STRATEGIES[name]
+    return edits.edit(kind, layers, fraction={l: float(fraction[l]) for l in layers}, **opts)
+
+
+def full_sizes(lab: Lab, target: list[int]) -> pd.DataFrame:
+    """‖ΔW‖ / ‖W‖ of each strategy at full strength on each layer of S (weights only)."""
+    rows = []
+    for name in STRATEGIES:
+        for l, r in edits.relative_change(lab.lm, _edit(name, target)).items():
+            rows.append({"strategy": name, "layer": l, "relative change": r})
+    return pd.DataFrame(rows)
+
+
+def _bisect_fraction(ev, name: str, layer: int, base_ppl: float, target_pct: float,
+                     iters: int = 8) -> dict[str, float]:
+    """Fraction f at which moving `layer` toward the strategy's target costs `target_pct` %
+    on the evaluator's set (bisection on f in [0, 1]; f = 1 when even the full edit costs less)."""
+    def deg(f: float) -> float:
+        return 100 * (ev.evaluate(_partial(name, [layer], {layer: f})).ppl / base_ppl - 1)
+
+    full = deg(1.0)
+    if full < target_pct:
+        return {"fraction": 1.0, "deg": full, "reached": False}
+    a, b, hit = 0.0, 1.0, full
+    for _ in range(iters):
+        mid = (a + b) / 2
+        d = deg(mid)
+        if d < target_pct:
+            a = mid
+        else:
+            b, hit = mid, d
+    return {"fraction": b, "deg": hit, "reached": True}
+
+
+def least_important(table: pd.DataFrame, n_layers: int, k_max: int) -> list[int]:
+    """Layers 1 … L−2 in order of chapter 05's neighbour-average degradation on E1 (least first)."""
+    nb = table[(table["method"] == "neighbour_average") & (table["set"] == "E1")]
+    nb = nb[(nb["layer"] >= 1) & (nb["layer"] <= n_layers - 2)].sort_values("deg")
+    return [int(l) for l in nb["layer"]][:k_max]
+
+
+def matched(lab: Lab, target: list[int], importance_table: pd.DataFrame, *,
+            k_max: int = 15) -> dict[str, Any]:
+    """Chapter 06's controls for size: (1) every strategy at the relative weight change of
+    scale ×0.9, per layer; (2) every strategy at the same single-layer damage (E0), found by
+    bisection, then applied to S jointly; (3) each strategy on the k least important layers,
+    k = 1 … k_max. Joint edits are scored on E0 and on E1's first SUBSET_TOKENS tokens."""
+    sizes = full_sizes(lab, target)
+    size_frac = {name: {int(r["layer"]): min(1.0, MATCHED_SIZE / r["relative change"])
+                        for _, r in sizes[sizes["strategy"] == name].iterrows()}
+                 for name in DIRECTIONS}
+    order = least_important(importance_table, lab.n_layers, k_max)
+    sets = {"E0": ("E0", 0), "E1 subset": ("E1", SUBSET_TOKENS)}
+    key = lab.key(target=target, size=MATCHED_SIZE, damage=MATCHED_DAMAGE, subset=SUBSET_TOKENS,
+                  order=order)
+
+    def ev(set_label: str):
+        return lab.evaluator(*sets[set_label])
+
+    items: dict[str, dict[str, Any]] = {}
+    for name in DIRECTIONS:
+        for l in target:
+            items[f"damage-{name}-L{l:02d}"] = {"part": "damage", "strategy": name, "layer": l}
+    for s in sets:
+        items[f"base-{s}"] = {"part": "base", "set": s}
+        for name in DIRECTIONS:
+            items[f"size-{s}-{name}"] = {"part": "size joint", "set": s, "strategy": name}
+            items[f"damagejoint-{s}-{name}"] = {"part": "damage joint", "set": s, "strategy": name}
+        for name in STRATEGIES:
+            for k in range(1, len(order) + 1):
+                items[f"k-{s}-{name}-{k:02d}"] = {"part": "k", "set": s, "strategy": name, "k": k}
+    done: dict[str, Any] = {}
+
+    def damage_fractions(name: str) -> dict[int, float]:
+        return {l: done[f"damage-{name}-L{l:02d}"]["fraction"] for l in target}
+
+    def compute(item_name: str, item: dict[str, Any]) -> Any:
+        part = item["part"]
+        if part == "damage":
+            e0 = lab.evaluator("E0")
+            return _bisect_fraction(e0, item["strategy"], item["layer"], e0.base().ppl,
+                                    MATCHED_DAMAGE)
+        if part == "base":
+            return ev(item["set"]).base().to_dict()
+        if part == "size joint":
+            e = _partial(item["strategy"], target, size_frac[item["strategy"]])
+        elif part == "damage joint":
+            e = _partial(item["strategy"], target, damage_fractions(item["strategy"]))
+        else:
+            e = _edit(item["strategy"], order[: item["k"]])
+        return ev(item["set"]).evaluate(e).to_dict()
+
+    # damage items first: the joint runs at matched damage read their fractions
+    first = {k: v for k, v in items.items() if v["part"] == "damage"}
+    done.update(lab.cache.for_each("manipulation_matched", key, first, compute,
+                                   progress=lab.progress))
+    done.update(lab.cache.for_each("manipulation_matched", key, items, compute,
+                                   progress=lab.progress))
+    return _matched_tables(done, items, sizes, size_frac, target, order, lab.cfg.bootstrap)
+
+
+def _matched_tables(done, items, sizes, size_frac, target, order, resamples) -> dict[str, Any]:
+    bases = {s: Scores.from_dict(done[f"base-{s}"]) for s in ("E0", "E1 subset")}
+    joint = {}
+    for part in ("size joint", "damage joint"):
+        runs = {(it["set"], it["strategy"], part): Scores.from_dict(done[k])
+                for k, it in items.items() if it["part"] == part}
+        joint[part] = degradation_table(runs, bases, resamples=resamples,
+                                        names=("strategy", "matched"))
+    joint_table = pd.concat(joint.values(), ignore_index=True)
+    damage = pd.DataFrame([{"strategy": it["strategy"], "layer": it["layer"], **done[k]}
+                           for k, it in items.items() if it["part"] == "damage"])
+    full = sizes.set_index(["strategy", "layer"])["relative change"]
+    damage["relative change"] = [r["fraction"] * full[(r["strategy"], r["layer"])]
+                                 for _, r in damage.iterrows()]
+    kruns = {(it["set"], it["strategy"], it["k"]): Scores.from_dict(done[k])
+             for k, it in items.items() if it["part"] == "k"}
+    kcurve = degradation_table(kruns, bases, resamples=resamples, names=("strategy", "k"))
+    kcurve["layers removed"] = [str(order[: int(k)]) for k in kcurve["k"]]
+    return {"joint": joint_table, "damage": damage, "sizes": sizes, "k": kcurve,
+            "size_fractions": size_frac, "order": order, "target": target}
+
+
+def matched_summary(m: dict[str, Any]) -> pd.DataFrame:
+    """Per strategy: median relative change at full strength, the median fraction and relative
+    change that cost MATCHED_DAMAGE % on one layer, and the joint degradations at matched size and
+    matched damage (zero at matched size is scale ×0.9 exactly)."""
+    sizes = m["sizes"].groupby("strategy")["relative change"].median()
+    dmg = m["damage"].groupby("strategy")[["fraction", "relative change"]].median()
+    j = m["joint"].pivot_table(index="strategy", columns=["matched", "set"], values="deg")
+    rows = []
+    for name in DIRECTIONS:
+        rows.append({"strategy": name, "full-strength ‖ΔW‖/‖W‖ (median)": sizes[name],
+                     f"‖ΔW‖/‖W‖ for +{MATCHED_DAMAGE:g} % on one layer (median)":
+                         dmg.loc[name, "relative change"],
+                     **{f"joint deg % at {p.split()[0]} — {s}": j.loc[name, (p, s)]
+                        for p in ("size joint", "damage joint") for s in ("E0", "E1 subset")}})
+    return pd.DataFrame(rows).set_index("strategy").round(3)
+
+
+def alpha_conclusion(alpha: pd.DataFrame) -> str:
+    """What the α sweep says, from its CIs: for each scope and set, the α values whose whole CI
+    lies below 0 (the model improves), and the α of the lowest perplexity."""
+    parts = []
+    for (scope, s), df in alpha.groupby(["scope", "set"], sort=False):
+        better = [f"{a:g}" for a, hi in zip(df["alpha"], df["hi"]) if hi < 0]
+        best = df.loc[df["deg"].idxmin()]
+        parts.append(f"{scope}, {s}: lowest PPL at α = {best['alpha']:g} ({best['deg']:+.1f} %); "
+                     + (f"CI below 0 at α = {', '.join(better)}" if better
+                        else "no α improves perplexity beyond its CI"))
+    return "; ".join(parts)
+
+
 # -- generations ---------------------------------------------------------------------------------
 def distinct_2(tokens: list[int]) -> float:
     """Unique bigrams / bigrams (1 = no bigram repeats; low values mean loops)."""
