@@ -72,6 +72,10 @@ print(f"profile {profile.name}; model {lab.model_name}; target set S = {S} ({len
 # %%
 plots.strategy_bars(result["joint"])
 
+# %% [markdown]
+# One bar per strategy and set, the degradation of editing all of S at once; the CI whiskers come
+# from the paired bootstrap over sentences.
+
 # %%
 result["joint"].pivot(index="strategy", columns="set", values="deg").round(1).sort_values("E1")
 
@@ -84,6 +88,10 @@ result["joint"].pivot(index="strategy", columns="set", values="deg").round(1).so
 
 # %%
 plots.single_layer_heatmap(result["single"])
+
+# %% [markdown]
+# Rows are strategies, columns the layers of S; the colour is the degradation of editing that
+# layer alone.
 
 # %%
 result["single"].pivot_table(index="strategy", columns="set", values="deg",
@@ -102,6 +110,52 @@ plots.alpha_sweep(result["alpha"])
 result["alpha"].pivot_table(index=["scope", "alpha"], columns="set", values="deg").round(1)
 
 # %% [markdown]
+# Each line is one scope and set, with its bootstrap band. What the sweep says, read from the CIs
+# (an α "improves" perplexity only when its whole interval lies below 0):
+
+# %%
+print(strategies.alpha_conclusion(result["alpha"]))
+
+# %% [markdown]
+# ## Is scaling benign, or only small?
+#
+# Scaling by 0.9 changes each matrix by 10 % of its norm; zeroing, cloning and mixing replace
+# most of it. "Only scaling is benign" could therefore mean "the smallest edit hurts least". Two
+# controls put the strategies on an equal footing (`strategies.matched`):
+#
+# - **Matched size.** Each strategy moves every layer of S only part of the way to its target,
+#   W + f·(W_target − W), with f chosen per layer so that ‖ΔW‖/‖W‖ equals scaling's 0.1. Zeroing at
+#   this size *is* scaling by 0.9: the two lie on one line.
+# - **Matched damage.** For each layer of S, bisection finds the fraction f at which the edit alone
+#   costs +10 % on E0; the table gives the relative weight change each strategy needs for that
+#   damage, and the joint degradation when all of S is edited at those fractions.
+#
+# Joint edits are scored on E0 and on E1's first 2,048 tokens ("E1 subset").
+
+# %%
+matched = strategies.matched(lab, S, imap["table"])  # cached; bisections first
+strategies.matched_summary(matched)
+
+# %% [markdown]
+# If the joint degradations at matched size are small for every strategy, the face-value result
+# is about size; if clone and mix still hurt at the same relative change, the direction matters.
+# At matched damage, a strategy that needs a *larger* weight change for the same +10 % is gentler
+# per unit of change.
+#
+# ## Removing the k least important layers
+#
+# Chapter 05's neighbour-average map on E1 orders layers 1–28 from least to most important; each
+# strategy is applied to the first k of them, k = 1 … 15.
+
+# %%
+plots.removal_curve(matched["k"])
+
+# %% [markdown]
+# One line per strategy and set (dashes): where the lines stay flat the edited layers are truly
+# redundant; where one strategy's line climbs first, that strategy is the harmful one at equal
+# numbers of layers.
+
+# %% [markdown]
 # ## What the model writes
 #
 # Greedy continuations (40 new tokens) of five fixed prompts. **distinct-2** is the share of
@@ -117,11 +171,17 @@ gens.pivot(index="condition", columns="prompt", values="text")
 
 # %% [markdown]
 # ## Verdict
+#
+# Rules: **only scaling** — at face value on S jointly (scale ×0.9's CI below 30 %, every other
+# strategy's CI above 100 % on both sets, and the scaled model's generations keep ≥ 90 % of the
+# unedited distinct-2), else not reproduced; then, at matched size, reproduced if the others still
+# harm, partly if they are benign too (the size, not the strategy). **Magnitudes** — scale ×0.9's CI
+# inside +19 % ± 20 points and the worst other's above 10^5 %, on both sets.
 
 # %%
 setting = (f"profile {profile.name}: {lab.model_name}, float32; E0 = our 10 sentences, "
            f"E1 = {int(imap['sets'].loc[1, 'predicted_tokens'])} tokens of {lab.cfg.e1_source}")
-claims.record(strategies.assess(result, gens, setting), profile.name)
+claims.record(strategies.assess(result, gens, matched, setting), profile.name)
 
 # %% [markdown]
 # ## What we did differently, and why

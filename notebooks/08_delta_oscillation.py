@@ -79,6 +79,10 @@ result["summary"]
 plots.delta_summary_dots(result["summary"])
 
 # %% [markdown]
+# One dot per tensor type and stack: where the real weights' dot sits on top of the shuffled and
+# i.i.d. dots, the statistic does not tell the trained layers from structure-free ones.
+
+# %% [markdown]
 # ## Layer by layer
 #
 # Pick the real weights or a control. If the matrices sit at −1/2 under every stack, while only
@@ -89,6 +93,10 @@ plots.delta_summary_dots(result["summary"])
 plots.delta_lines(result["per_pair"])
 
 # %% [markdown]
+# Each line follows one tensor type through the layer pairs of the chosen stack; flat lines at
+# −1/2 are what independent layers give.
+
+# %% [markdown]
 # ## Positive controls: the statistic can see structure
 #
 # Synthetic stacks with known cross-layer structure, compared with the closed form.
@@ -97,11 +105,35 @@ plots.delta_lines(result["per_pair"])
 deltas.positive_controls(result["per_pair"])
 
 # %% [markdown]
+# ## Does the basis matter? Permutation-invariant checks
+#
+# Element-wise correlation depends on how neurons and heads happen to be numbered: permuting the
+# MLP neurons of one layer (its gate and up rows with its down columns) or its attention heads
+# changes every flat correlation and nothing the model computes. Two checks that do not depend on
+# the numbering: **aligned neurons** — each layer's MLP neurons permuted to best match the layer
+# below (Hungarian matching on the cosine of [gate row, up row, down column]); matching always
+# finds *some* correlation, so its null is the same chain run over the layers in shuffled order;
+# and **invariant products** — W_down·W_up, W_down·W_gate and the attention's OV and QK circuits
+# summed over heads, which no permutation changes (tested). Each row gives the mean delta
+# correlation of the real stack beside its null and the independent-layers prediction, with the
+# adjacent correlation that decides it.
+
+# %%
+inv = deltas.invariant(lab)
+inv
+
+# %% [markdown]
 # ## Verdict
+#
+# Rules: the **value** holds when every tensor type's mean lies within ±0.05 of −0.50. The
+# **oscillation** needs structure beyond −1/2 in every basis: each weight matrix element-wise
+# below both structure-free nulls, and each aligned and invariant measure below its own null, by
+# more than 0.05; a stack of uncorrelated layers sits at −1/2 by algebra, so anything less is not
+# an oscillation.
 
 # %%
 setting = f"profile {profile.name}: {lab.model_name} weights (Q4_1, dequantised to float32)"
-claims.record(deltas.assess(result, setting), profile.name)
+claims.record(deltas.assess(result, inv, setting), profile.name)
 
 # %% [markdown]
 # ## What we did differently, and why

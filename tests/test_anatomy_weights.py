@@ -174,15 +174,73 @@ def test_smoke_delta_and_predictability_chapters():
     assert (s.loc[list(w.MATRIX_TYPES), "real"] - -0.5).abs().max() < 0.05
     pos = deltas.positive_controls(d["per_pair"])
     assert pos.loc["random walk", "measured"] == pytest.approx(0, abs=0.05)
-    found = {c.id: c for c in deltas.assess(d, "smoke")}
+    inv = deltas.invariant(lab)
+    assert set(inv["measure"]) == set(deltas.INVARIANT_MEASURES)
+    # matching raises the adjacent correlation of random layers too: its null shows the same
+    al = inv[inv["measure"] == "aligned neurons"]
+    assert (al["adjacent_corr"] > 0.05).all()
+    assert ((al["real"] - al["shuffled order"]).abs() < 0.05).all()
+    found = {c.id: c for c in deltas.assess(d, inv, "smoke")}
     assert found["P2-C3-oscillation"].verdict == claims.NOT_REPRODUCED
-
+    assert found["P2-C3-delta-value"].verdict == claims.NOT_REPRODUCED  # norms are all ones
     p = predictability.run(lab)
     assert predictability.operating_alpha(p["ridge"]) in predictability.ALPHA_GRID
     table = predictability.protocol_table(p["ridge"], p["alpha"])
     assert {"in_sample", "forward", "loo", "autoregression"} <= set(table.columns)
     assert set(p["paradox"]["substitute"]) == set(predictability.PARADOX_KINDS)
     assert {c.id for c in predictability.assess(p, "smoke")} == {"P2-C2-ridge-r2", "P2-C2-paradox"}
+
+
+
+def test_invariant_products_ignore_neuron_and_head_permutations():
+    import torch
+
+    from layerlab import models
+    from layerlab.anatomy import deltas
+
+    lm = models.load_tiny("tiny-llama", layers=3)
+    before = deltas.invariant_products(lm)
+    heads, kv, hd = deltas._heads(lm)
+    with torch.no_grad():
+        for b in lm.blocks:
+            perm = torch.randperm(b.mlp.gate_proj.weight.shape[0])
+            b.mlp.gate_proj.weight.copy_(b.mlp.gate_proj.weight[perm])
+            b.mlp.up_proj.weight.copy_(b.mlp.up_proj.weight[perm])
+            b.mlp.down_proj.weight.copy_(b.mlp.down_proj.weight[:, perm])
+            # swap the first two key/value groups with their query heads
+            group = heads // kv
+            if kv >= 2:
+                order = [*range(group, 2 * group), *range(group), *range(2 * group, heads)]
+                idx = torch.cat([torch.arange(h * hd, (h + 1) * hd) for h in order])
+                kv_idx = torch.cat([torch.arange(g * hd, (g + 1) * hd)
+                                    for g in [1, 0, *range(2, kv)]])
+                b.self_attn.q_proj.weight.copy_(b.self_attn.q_proj.weight[idx])
+                b.self_attn.o_proj.weight.copy_(b.self_attn.o_proj.weight[:, idx])
+                b.self_attn.k_proj.weight.copy_(b.self_attn.k_proj.weight[kv_idx])
+                b.self_attn.v_proj.weight.copy_(b.self_attn.v_proj.weight[kv_idx])
+    after = deltas.invariant_products(lm)
+    for k in before:
+        assert np.allclose(before[k], after[k], atol=1e-10), k
+    flat = dict(lm.blocks[0].named_parameters())["mlp.gate_proj.weight"]
+    assert flat is not None  # the element-wise stacks did change (perm is not the identity)
+
+
+def test_delta_rules_pass_and_fail():
+    import pandas as pd
+
+    from layerlab import claims
+    from layerlab.anatomy import deltas
+
+    at_half = pd.DataFrame({"real": [-0.50, -0.49]}, index=["gate", "up"])
+    assert deltas.value_rule(at_half) == claims.REPRODUCED
+    assert deltas.value_rule(at_half.assign(real=[-0.5, -0.2])) == claims.NOT_REPRODUCED
+    elem = pd.DataFrame({"real": [-0.7], "shuffled order": [-0.5],
+                         "i.i.d. Gaussian, matched std": [-0.5]}, index=["gate"])
+    inv = pd.DataFrame({"measure": ["invariant product"], "type": ["attention OV"],
+                        "real": [-0.7], "shuffled order": [-0.5]})
+    assert deltas.oscillation_rule(elem, inv) == claims.REPRODUCED
+    assert deltas.oscillation_rule(elem.assign(real=[-0.5]), inv) == claims.NOT_REPRODUCED
+    assert deltas.oscillation_rule(elem, inv.assign(real=[-0.5])) == claims.NOT_REPRODUCED
 
 
 def test_paradox_substitutes():

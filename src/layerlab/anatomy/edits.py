@@ -141,7 +141,6 @@ def _low_rank(w: torch.Tensor, rank: int) -> torch.Tensor:
 def _new_value(e: Edit, lm: LoadedModel, layer: int, name: str,
                original: Callable[[int, str], torch.Tensor]) -> torch.Tensor | None:
     """The value tensor `name` of `layer` takes under the edit (None: leave it)."""
-    L = lm.n_layers
     w = original(layer, name)
     opts = e.opts
     value = _full_value(e, lm, layer, name, original)

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from layerlab import corpus, models, paper, paths, results, training
+from layerlab import claims, corpus, models, paper, paths, results, training
 from layerlab.settings import GrowthConfig, GrowthSettings
 
 if TYPE_CHECKING:
@@ -543,56 +543,130 @@ def comparison(cv: "pd.DataFrame") -> "pd.DataFrame":
     return pd.DataFrame(rows)
 
 
-def assess(cv: "pd.DataFrame", setting: str) -> list:
-    from layerlab import claims
+CHAPTER = "10_growth_training"
+RATIO_BAND = (PAPER["ratio"] / 2, PAPER["ratio"] * 2)  # a factor of 2 around 4.7
+SHARE_MARGIN = 0.10  # ± points around the paper's 13 % and 54 %
 
+
+def paired(cv: "pd.DataFrame", arm: str = "gtt", regime: str | None = None) -> "pd.DataFrame":
+    """Final row of `arm` and of uniform per seed (one regime: the given one, or the only one)."""
+    regime = regime or (TUNED if TUNED in set(cv["regime"]) else cv["regime"].iloc[0])
+    last = cv[cv["regime"] == regime].sort_values("step").groupby(["seed", "arm"]).tail(1)
+    a = last[last["arm"] == arm].set_index("seed")
+    u = last[last["arm"] == "uniform"].set_index("seed")
+    return a.join(u, lsuffix="", rsuffix="_uniform", how="inner")
+
+
+def t_interval(x: "np.ndarray") -> tuple[float, float, float]:
+    """Mean and 95 % t-interval over seeds (NaN bounds with fewer than two seeds)."""
+    from scipy import stats
+
+    x = np.asarray(x, dtype=float)
+    m = float(x.mean())
+    if len(x) < 2:
+        return m, float("nan"), float("nan")
+    half = float(stats.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x)))
+    return m, m - half, m + half
+
+
+def ratio_rule(cv: "pd.DataFrame") -> str:
+    """uniform / GTT final loss, its 95 % interval over paired seeds (on the log scale), inside a
+    factor of 2 of the paper's 4.7 → reproduced; outside → not reproduced; straddling → not
+    testable."""
+    p = paired(cv)
+    _, lo, hi = t_interval(np.log(p["val_loss_uniform"] / p["val_loss"]))
+    return claims.interval_rule(np.exp(lo), np.exp(hi), *RATIO_BAND)
+
+
+def half_budget_rule(cv: "pd.DataFrame") -> str:
+    """GTT (at its budget) − uniform (full budget) final loss over paired seeds: interval below 0
+    → reproduced; above 0 → not reproduced; across 0 → not testable."""
+    p = paired(cv)
+    _, lo, hi = t_interval(p["val_loss"] - p["val_loss_uniform"])
+    return claims.interval_rule(lo, hi, float("-inf"), 0.0) if np.isfinite(lo) else claims.NOT_TESTABLE
+
+
+def faster_rule(cv: "pd.DataFrame") -> str:
+    """1 − GTT / uniform wall-clock per seed: its interval inside 13 % ± 10 points."""
+    p = paired(cv)
+    _, lo, hi = t_interval(1 - p["seconds"] / p["seconds_uniform"])
+    return claims.interval_rule(lo, hi, PAPER["faster"] - SHARE_MARGIN, PAPER["faster"] + SHARE_MARGIN)
+
+
+def cost_rule(cv: "pd.DataFrame") -> str:
+    """1 − GTT / uniform training FLOPs (fixed by the program, no noise) within 54 % ± 10 points."""
+    p = paired(cv)
+    saved = float((1 - p["flops"] / p["flops_uniform"]).mean())
+    return claims.all_hold({"cost": abs(saved - PAPER["cost"]) <= SHARE_MARGIN})
+
+
+def _regime_text(c: "pd.DataFrame", regimes: list[str], fmt) -> str:
+    return "; ".join(f"{r}: {fmt(c.loc[(r, 'gtt')], c.loc[(r, 'uniform')])}" for r in regimes)
+
+
+def assess_ratio(cv: "pd.DataFrame", setting: str) -> claims.Claim:
     c = comparison(cv).set_index(["regime", "arm"])
     regimes = list(c.index.get_level_values(0).unique())
-    chapter = "10_growth_training"
-    g = {r: c.loc[(r, "gtt")] for r in regimes}
-    found = [claims.Claim(
-        id="P2-C6-loss-ratio", paper="P2", chapter=chapter,
+    return claims.Claim(
+        id="P2-C6-loss-ratio", paper="P2", chapter=CHAPTER,
         statement=(f"GTT reaches {PAPER['ratio']}× lower validation loss than uniform training "
                    f"({PAPER['gtt']} vs {PAPER['uniform']})"),
         paper_value=f"{PAPER['gtt']} vs {PAPER['uniform']} ({PAPER['ratio']}×)",
-        ours="; ".join(f"{r}: GTT {g[r]['final val loss']:.3f} ± {g[r]['sd']:.3f} vs uniform "
-                       f"{c.loc[(r, 'uniform'), 'final val loss']:.3f} "
-                       f"({g[r]['uniform / arm loss']:.2f}×)" for r in regimes),
-        rule="uniform / GTT final loss within a factor of 2 of 4.7 (2.35–9.4) in each regime",
-        verdict=claims.judge({r: 2.35 <= g[r]["uniform / arm loss"] <= 9.4 for r in regimes}),
-        setting=setting)]
-    found.append(claims.Claim(
-        id="P2-C6-half-budget", paper="P2", chapter=chapter,
+        ours=_regime_text(c, regimes, lambda g, u: f"GTT {g['final val loss']:.3f} ± {g['sd']:.3f} "
+                          f"vs uniform {u['final val loss']:.3f} ({g['uniform / arm loss']:.2f}×)"),
+        rule=f"in the paper's regime (the tuned one where present): the 95 % interval over paired "
+             f"seeds of uniform / GTT inside {RATIO_BAND[0]:g}–{RATIO_BAND[1]:g}× → reproduced; "
+             "outside → not reproduced; straddling → not testable",
+        verdict=ratio_rule(cv), setting=setting)
+
+
+def assess_half_budget(cv: "pd.DataFrame", setting: str) -> claims.Claim:
+    c = comparison(cv).set_index(["regime", "arm"])
+    regimes = list(c.index.get_level_values(0).unique())
+    return claims.Claim(
+        id="P2-C6-half-budget", paper="P2", chapter=CHAPTER,
         statement="GTT at 50 % of the budget beats uniform training at 100 %",
         paper_value="416 vs 656 steps, 2.1× lower loss",
-        ours="; ".join(f"{r}: GTT {g[r]['final val loss']:.3f} at {g[r]['layer_steps share']:.0%} "
-                       f"of uniform's layer-steps ({g[r]['step share']:.0%} of its steps) vs "
-                       f"uniform {c.loc[(r, 'uniform'), 'final val loss']:.3f}" for r in regimes),
-        rule="GTT's mean final loss below uniform's by more than one GTT seed sd, in each regime",
-        verdict=claims.judge({r: g[r]["loss − uniform"] < -np.nan_to_num(g[r]["sd"])
-                              for r in regimes}),
-        setting=setting))
-    found.append(claims.Claim(
-        id="P2-C6-faster", paper="P2", chapter=chapter,
+        ours=_regime_text(c, regimes, lambda g, u: f"GTT {g['final val loss']:.3f} at "
+                          f"{g['layer_steps share']:.0%} of uniform's layer-steps "
+                          f"({g['step share']:.0%} of its steps) vs uniform {u['final val loss']:.3f}"),
+        rule="in the paper's regime: the 95 % interval over paired seeds of GTT − uniform final loss "
+             "below 0 → reproduced; above → not reproduced; across 0 → not testable",
+        verdict=half_budget_rule(cv), setting=setting)
+
+
+def assess_faster(cv: "pd.DataFrame", setting: str) -> claims.Claim:
+    c = comparison(cv).set_index(["regime", "arm"])
+    regimes = list(c.index.get_level_values(0).unique())
+    return claims.Claim(
+        id="P2-C6-faster", paper="P2", chapter=CHAPTER,
         statement="GTT trains 13 % faster (wall-clock) than uniform",
         paper_value="13 % faster",
-        ours="; ".join(f"{r}: GTT took {g[r]['seconds share']:.0%} of uniform's wall-clock and "
-                       f"{g[r]['flops share']:.0%} of its FLOPs" for r in regimes),
-        rule="1 − GTT/uniform wall-clock within ±10 points of 13 % in each regime",
-        verdict=claims.judge({r: abs((1 - g[r]["seconds share"]) - PAPER["faster"]) <= 0.10
-                              for r in regimes}), setting=setting))
-    found.append(claims.Claim(
-        id="P2-C6-cost", paper="P2", chapter=chapter,
+        ours=_regime_text(c, regimes, lambda g, u: f"GTT took {g['seconds share']:.0%} of uniform's "
+                          f"wall-clock and {g['flops share']:.0%} of its FLOPs"),
+        rule="in the paper's regime: the 95 % interval over seeds of 1 − GTT / uniform wall-clock "
+             "inside 13 % ± 10 points (wall-clock shares the machine with other work: noisy)",
+        verdict=faster_rule(cv), setting=setting)
+
+
+def assess_cost(cv: "pd.DataFrame", setting: str) -> claims.Claim:
+    c = comparison(cv).set_index(["regime", "arm"])
+    regimes = list(c.index.get_level_values(0).unique())
+    return claims.Claim(
+        id="P2-C6-cost", paper="P2", chapter=CHAPTER,
         statement="Allocating budget by layer importance cuts training cost by ~54 %",
         paper_value="~54 %",
-        ours="; ".join(f"{r}: cost reduction {1 - g[r]['flops share']:.0%} in FLOPs, "
-                       f"{1 - g[r]['layer_steps share']:.0%} in layer-steps (set by construction)"
-                       for r in regimes),
-        rule="1 − GTT/uniform training FLOPs within ±10 points of 54 % in each regime (our "
-             "definition: the paper does not give one)",
-        verdict=claims.judge({r: abs((1 - g[r]["flops share"]) - PAPER["cost"]) <= 0.10
-                              for r in regimes}), setting=setting))
-    return found
+        ours=_regime_text(c, regimes, lambda g, u: f"cost reduction {1 - g['flops share']:.0%} in "
+                          f"FLOPs, {1 - g['layer_steps share']:.0%} in layer-steps (set by construction)"),
+        rule="1 − GTT/uniform training FLOPs within ±10 points of 54 % (our definition: the paper "
+             "gives none; fixed by the program, so no interval)",
+        verdict=cost_rule(cv), setting=setting)
+
+
+def assess(cv: "pd.DataFrame", setting: str) -> list:
+    """The four C6 claims, judged in the paper's regime when the tuned runs are in `cv`."""
+    return [assess_ratio(cv, setting), assess_half_budget(cv, setting),
+            assess_faster(cv, setting), assess_cost(cv, setting)]
 
 
 def program_table(cfg: GrowthConfig, seed: int = 0) -> "pd.DataFrame":
@@ -610,6 +684,15 @@ def program_table(cfg: GrowthConfig, seed: int = 0) -> "pd.DataFrame":
                          "layer-steps": 0, "model layers": cfg.layers,
                          "operation": f"scale layers {list(prog.final_scale)} by {cfg.anti_scale}"})
     return pd.DataFrame(rows)
+
+
+def vocab_cost(cfg: GrowthConfig, vocab: int = 49_152) -> str:
+    """Training FLOPs per step of the paper's model with SmolLM2's vocabulary against ours."""
+    ours = step_flops(cfg, len(models.byte_tokenizer()) if cfg.tokenizer == "byte" else vocab,
+                      cfg.layers, tuple(range(cfg.layers)))
+    paper_model = step_flops(cfg, vocab, cfg.layers, tuple(range(cfg.layers)))
+    return (f"training FLOPs per step: {ours:.3g} with our {cfg.tokenizer} vocabulary, "
+            f"{paper_model:.3g} with SmolLM2's {vocab:,} tokens ({paper_model / ours:.1f}×)")
 
 
 def seeds(cv: "pd.DataFrame") -> list[int]:

@@ -330,44 +330,100 @@ def generation_summary(gens: pd.DataFrame) -> pd.DataFrame:
     return gens.groupby("condition", sort=False)[["distinct_2", "repeated_3"]].mean().round(3)
 
 
-def assess(result: dict[str, Any], gens: pd.DataFrame, setting: str) -> list[claims.Claim]:
-    joint = result["joint"].set_index(["set", "strategy"])
-    chapter = "06_manipulation_strategies"
-    others = [s for s in STRATEGIES if s != BENIGN]
+CHAPTER = "06_manipulation_strategies"
+OTHERS = [name for name in STRATEGIES if name != BENIGN]
+
+
+def unmatched_checks(joint: pd.DataFrame, gens: pd.DataFrame) -> dict[str, bool]:
+    """The claim at face value, on S jointly and each set: scale ×0.9 below BENIGN_MAX % (its CI's
+    upper end), every other strategy at or above HARMFUL_MIN % (its CI's lower end), and scaled
+    generations keep ≥ 90 % of the unedited distinct-2."""
+    j = joint.set_index(["set", "strategy"])
     checks = {}
-    for s in ("E0", "E1"):
-        checks[f"{s}: scale ×0.9 < {BENIGN_MAX:g} %"] = joint.loc[(s, BENIGN), "deg"] < BENIGN_MAX
-        for o in others:
-            checks[f"{s}: {o} ≥ {HARMFUL_MIN:g} %"] = joint.loc[(s, o), "deg"] >= HARMFUL_MIN
-    summary = generation_summary(gens)
-    d2 = summary["distinct_2"]
-    checks["generations: scale ×0.9 keeps ≥ 90 % of the unedited distinct-2"] = (
-        d2[f"{BENIGN} on S"] >= 0.9 * d2["unedited"])
-    ours = "; ".join(f"{s}: " + ", ".join(f"{n} {joint.loc[(s, n), 'deg']:+,.0f} %"
-                                          for n in STRATEGIES) for s in ("E0", "E1"))
-    found = [claims.Claim(
-        id="P2-C4-only-scaling", paper="P2", chapter=chapter,
+    for s in sorted(set(joint["set"])):
+        checks[f"{s}: scale ×0.9 < {BENIGN_MAX:g} %"] = j.loc[(s, BENIGN), "hi"] < BENIGN_MAX
+        for o in OTHERS:
+            checks[f"{s}: {o} ≥ {HARMFUL_MIN:g} %"] = j.loc[(s, o), "lo"] >= HARMFUL_MIN
+    d2 = generation_summary(gens)["distinct_2"]
+    checks["generations keep ≥ 90 % of distinct-2"] = d2[f"{BENIGN} on S"] >= 0.9 * d2["unedited"]
+    return checks
+
+
+def size_explains(matched_joint: pd.DataFrame) -> bool:
+    """At the relative weight change of scale ×0.9, is every other strategy benign too (each CI's
+    upper end below BENIGN_MAX on every set)? Then "only scaling is benign" measures size."""
+    m = matched_joint[(matched_joint["matched"] == "size joint")
+                      & (matched_joint["strategy"] != "zero")]
+    return bool((m["hi"] < BENIGN_MAX).all())
+
+
+def only_scaling_rule(joint: pd.DataFrame, gens: pd.DataFrame,
+                      matched_joint: pd.DataFrame | None) -> str:
+    """Face value must hold in full; then, at matched size, harmful others → reproduced (the
+    direction matters), benign others → partly (true as stated, but it is the size: a 10 % step
+    toward any of the targets is benign too); without the matched runs → not testable."""
+    if claims.all_hold(unmatched_checks(joint, gens)) != claims.REPRODUCED:
+        return claims.NOT_REPRODUCED
+    if matched_joint is None:
+        return claims.NOT_TESTABLE
+    return claims.PARTLY if size_explains(matched_joint) else claims.REPRODUCED
+
+
+def assess_only_scaling(result: dict[str, Any], gens: pd.DataFrame, matched_result: dict[str, Any],
+                        setting: str) -> claims.Claim:
+    joint = result["joint"].set_index(["set", "strategy"])
+    mj = matched_result["joint"]
+    size = mj[mj["matched"] == "size joint"].set_index(["set", "strategy"])
+    sets = sorted(set(result["joint"]["set"]))
+    return claims.Claim(
+        id="P2-C4-only-scaling", paper="P2", chapter=CHAPTER,
         statement="Of five manipulation strategies on redundant layers, only scaling by 0.9 "
                   "preserves quality",
         paper_value="scale +19 %; zero, clone, mix, low-rank mix up to millions of %",
-        ours=ours,
-        rule=f"on S jointly, each set: scale ×0.9 < {BENIGN_MAX:g} %, every other ≥ "
-             f"{HARMFUL_MIN:g} %; its generations keep ≥ 90 % of the unedited distinct-2",
-        verdict=claims.judge(checks), setting=f"{setting}; S = {result['target']}",
-        numbers={"checks": checks})]
-    checks = {}
-    for s in ("E0", "E1"):
-        checks[f"{s}: scale ×0.9 within ±20 points of +19 %"] = abs(
-            joint.loc[(s, BENIGN), "deg"] - 19) <= 20
-        checks[f"{s}: worst other ≥ 10^5 %"] = max(joint.loc[(s, o), "deg"] for o in others) >= 1e5
-    found.append(claims.Claim(
-        id="P2-C4-magnitudes", paper="P2", chapter=chapter,
+        ours="; ".join(f"{s}: " + ", ".join(f"{n} {joint.loc[(s, n), 'deg']:+,.0f} %"
+                                             for n in STRATEGIES) for s in sets)
+             + f" — at the relative weight change of ×0.9 ({MATCHED_SIZE:g}): " + "; ".join(
+                 f"{s} " + ", ".join(f"{n} {size.loc[(s, n), 'deg']:+,.1f} %" for n in DIRECTIONS)
+                 for s in sorted(set(mj["set"]))) + " (zero at this size is ×0.9 itself)",
+        rule=f"face value on S jointly, each set: scale ×0.9 CI below {BENIGN_MAX:g} %, every "
+             f"other CI above {HARMFUL_MIN:g} %, scaled generations keep ≥ 90 % of distinct-2 — "
+             f"else not reproduced; then at matched size ({MATCHED_SIZE:g} relative change): "
+             f"others harmful → reproduced, others benign too (CI below {BENIGN_MAX:g} %) → "
+             "partly (it is the size, not the strategy)",
+        verdict=only_scaling_rule(result["joint"], gens, mj), setting=f"{setting}; S = {result['target']}")
+
+
+def magnitudes_rule(joint: pd.DataFrame) -> str:
+    """Scale ×0.9's CI inside +19 % ± 20 points and the worst other's CI above 10^5 %, on every
+    set; a CI straddling a bound → not testable."""
+    j = joint.set_index(["set", "strategy"])
+    verdicts = []
+    for s in sorted(set(joint["set"])):
+        verdicts.append(claims.interval_rule(j.loc[(s, BENIGN), "lo"], j.loc[(s, BENIGN), "hi"],
+                                             19 - 20, 19 + 20))
+        worst = max(OTHERS, key=lambda o: j.loc[(s, o), "deg"])
+        verdicts.append(claims.interval_rule(j.loc[(s, worst), "lo"], j.loc[(s, worst), "hi"],
+                                             1e5, float("inf")))
+    return claims.strict(verdicts)
+
+
+def assess_magnitudes(result: dict[str, Any], setting: str) -> claims.Claim:
+    joint = result["joint"].set_index(["set", "strategy"])
+    sets = sorted(set(result["joint"]["set"]))
+    return claims.Claim(
+        id="P2-C4-magnitudes", paper="P2", chapter=CHAPTER,
         statement="Scaling costs +19 % perplexity while the other strategies cost millions of %",
         paper_value="+19 % vs millions of %",
-        ours="; ".join(f"{s}: scale {joint.loc[(s, BENIGN), 'deg']:+.1f} %, worst other "
-                       f"{max(joint.loc[(s, o), 'deg'] for o in others):+,.0f} %"
-                       for s in ("E0", "E1")),
-        rule="scale ×0.9 within ±20 points of +19 %; the worst other ≥ 10^5 %, on each set",
-        verdict=claims.judge(checks), setting=f"{setting}; S = {result['target']}",
-        numbers={"checks": checks}))
-    return found
+        ours="; ".join(f"{s}: scale {joint.loc[(s, BENIGN), 'deg']:+.1f} % "
+                       f"[{joint.loc[(s, BENIGN), 'lo']:+.1f}, {joint.loc[(s, BENIGN), 'hi']:+.1f}], "
+                       f"worst other {max(joint.loc[(s, o), 'deg'] for o in OTHERS):+,.0f} %"
+                       for s in sets),
+        rule="scale ×0.9's CI inside +19 % ± 20 points and the worst other's CI above 10^5 %, on "
+             "each set; a CI outside → not reproduced; straddling → not testable",
+        verdict=magnitudes_rule(result["joint"]), setting=f"{setting}; S = {result['target']}")
+
+
+def assess(result: dict[str, Any], gens: pd.DataFrame, matched_result: dict[str, Any],
+           setting: str) -> list[claims.Claim]:
+    return [assess_only_scaling(result, gens, matched_result, setting),
+            assess_magnitudes(result, setting)]

@@ -584,6 +584,27 @@ def alpha_sweep(alpha: pd.DataFrame) -> alt.Chart:
     return (band + line).properties(width=520)
 
 
+def removal_curve(k: pd.DataFrame) -> alt.Chart:
+    """log10 PPL after editing the k least important layers, one line per strategy (dashes:
+    the set); click the legend to highlight a strategy."""
+    pick = alt.selection_point(fields=["strategy"], bind="legend")
+    return (
+        alt.Chart(k, title="Editing the k least important layers: log10 perplexity vs k")
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("k:Q", title="k (layers edited, least important first)"),
+            y=alt.Y("log10_ppl:Q", title="log10 perplexity"),
+            color=alt.Color("strategy:N", legend=alt.Legend(orient="bottom", columns=3)),
+            strokeDash=alt.StrokeDash("set:N"),
+            opacity=alt.condition(pick, alt.value(1.0), alt.value(0.15)),
+            tooltip=["set", "strategy", "k", "layers removed", alt.Tooltip("ppl:Q", format=",.2f"),
+                     alt.Tooltip("deg:Q", format="+,.1f", title="deg %")],
+        )
+        .add_params(pick)
+        .properties(width=560)
+    )
+
+
 # --- chapter 07: weight predictability ---------------------------------------------------------
 def r2_vs_alpha(ridge: pd.DataFrame, paper_r2: float = paper.P2_RIDGE_R2.value) -> alt.Chart:
     """Ridge R² against the regularisation α, in-sample vs forward split, one line per type."""

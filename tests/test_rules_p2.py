@@ -1,0 +1,177 @@
+"""Every P2 verdict rule with a synthetic input that passes and one that fails (issue 15), and one
+producing function per P2 claim id. Chapter 08's and 09's rules are tested beside their code
+(tests/test_anatomy_weights.py, tests/test_recovery.py)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pandas as pd
+
+from layerlab import claims
+from layerlab.anatomy import growth, importance, predictability, strategies
+from layerlab.claims import NOT_DIAGNOSTIC, NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED
+
+
+def test_interval_and_strict_rules():
+    assert claims.interval_rule(1.0, 2.0, 0.5, 3.0) == REPRODUCED
+    assert claims.interval_rule(4.0, 5.0, 0.5, 3.0) == NOT_REPRODUCED
+    assert claims.interval_rule(2.0, 4.0, 0.5, 3.0) == NOT_TESTABLE
+    assert claims.strict([REPRODUCED, REPRODUCED]) == REPRODUCED
+    assert claims.strict([REPRODUCED, NOT_TESTABLE]) == NOT_TESTABLE
+    assert claims.strict([REPRODUCED, NOT_REPRODUCED, NOT_TESTABLE]) == NOT_REPRODUCED
+    assert claims.all_hold({"a": True, "b": False}) == NOT_REPRODUCED  # never "partly"
+
+
+# --- chapter 05 ----------------------------------------------------------------------------------
+def _map(core_na: dict[int, float], core_skip: dict[int, float], anti=(-1.0, -2.0, -0.1)):
+    """A 30-layer map on two sets: every layer +5 % except the given core degradations."""
+    rows = []
+    for s in ("E0", "E1"):
+        for m, core in (("neighbour_average", core_na), ("skip", core_skip)):
+            for l in range(30):
+                deg = core.get(l, 5.0)
+                lo, hi = deg - 1, deg + 1
+                if l in (14, 17) and m == "neighbour_average":
+                    deg, lo, hi = anti
+                rows.append({"set": s, "method": m, "layer": l, "deg": deg, "lo": lo, "hi": hi})
+    t = pd.DataFrame(rows)
+    cls = [importance.classify(df, 30) for _, df in t.groupby(["set", "method"], sort=False)]
+    t["class"] = pd.concat(cls).to_numpy()
+    return t
+
+
+CORE = {8: 300.0, 9: 150.0, 10: 900.0, 11: 5000.0}
+
+
+def test_core_needs_both_operations():
+    both = _map(CORE, CORE)
+    assert importance.core_rule(both, 30)[0] == REPRODUCED
+    only_na = _map(CORE, {11: 300.0})  # removal finds L11 alone
+    assert importance.core_rule(only_na, 30)[0] == PARTLY
+    shifted = {15: 300.0, 16: 900.0, 17: 5000.0, 18: 200.0}
+    assert importance.core_rule(_map(shifted, shifted), 30)[0] == NOT_REPRODUCED
+
+
+def test_peak_size_and_anti_layers_by_interval():
+    t = _map({**CORE, 11: 63_000.0}, CORE)
+    t.loc[(t["layer"] == 11) & (t["method"] == "neighbour_average"), ["lo", "hi"]] = [50_000, 80_000]
+    assert importance.peak_size_rule(t) == REPRODUCED
+    t.loc[(t["layer"] == 11) & (t["method"] == "neighbour_average"), ["lo", "hi"]] = [3_000, 4_000]
+    assert importance.peak_size_rule(t) == NOT_REPRODUCED
+    t.loc[(t["layer"] == 11) & (t["method"] == "neighbour_average"), ["lo", "hi"]] = [3_000, 9_000]
+    assert importance.peak_size_rule(t) == NOT_TESTABLE
+    assert importance.anti_rule(_map(CORE, CORE)) == REPRODUCED  # CI [-2, -0.1]
+    assert importance.anti_rule(_map(CORE, CORE, anti=(10.0, 5.0, 15.0))) == NOT_REPRODUCED
+    assert importance.anti_rule(_map(CORE, CORE, anti=(-0.5, -2.0, 1.0))) == NOT_TESTABLE
+
+
+def test_range_rule_on_the_bootstrap_interval():
+    ok = pd.DataFrame({"set": ["E0", "E1"], "log10_range_ci": [[6.5, 7.5], [6.2, 7.9]]})
+    assert importance.range_rule(ok) == REPRODUCED
+    assert importance.range_rule(ok.assign(log10_range_ci=[[2.5, 3.4], [6.2, 7.9]])) == NOT_REPRODUCED
+    assert importance.range_rule(ok.assign(log10_range_ci=[[5.5, 7.0], [6.2, 7.9]])) == NOT_TESTABLE
+
+
+# --- chapter 06 ----------------------------------------------------------------------------------
+def _joint(scale=(1.0, -2.0, 5.0), others=(500.0, 200.0, 900.0)):
+    rows = []
+    for s in ("E0", "E1"):
+        for name in strategies.STRATEGIES:
+            deg, lo, hi = scale if name == strategies.BENIGN else others
+            rows.append({"set": s, "strategy": name, "deg": deg, "lo": lo, "hi": hi})
+    return pd.DataFrame(rows)
+
+
+def _gens(d2_scaled: float):
+    return pd.DataFrame({"condition": ["unedited", f"{strategies.BENIGN} on S"],
+                         "distinct_2": [0.9, d2_scaled], "repeated_3": [0.0, 0.0]})
+
+
+def _matched(hi: float):
+    return pd.DataFrame([{"set": s, "matched": "size joint", "strategy": n, "deg": hi - 1,
+                          "lo": hi - 2, "hi": hi} for s in ("E0", "E1 subset")
+                         for n in strategies.DIRECTIONS])
+
+
+def test_only_scaling_face_value_then_matched_size():
+    assert strategies.only_scaling_rule(_joint(), _gens(0.9), _matched(300.0)) == REPRODUCED
+    assert strategies.only_scaling_rule(_joint(), _gens(0.9), _matched(5.0)) == PARTLY
+    assert strategies.only_scaling_rule(_joint(), _gens(0.9), None) == NOT_TESTABLE
+    # face value fails: scaling itself harms, or its text loops
+    assert strategies.only_scaling_rule(_joint(scale=(60.0, 40.0, 80.0)), _gens(0.9),
+                                        _matched(300.0)) == NOT_REPRODUCED
+    assert strategies.only_scaling_rule(_joint(), _gens(0.3), _matched(300.0)) == NOT_REPRODUCED
+
+
+def test_magnitudes_rule():
+    big = (2e6, 1e6, 3e6)
+    assert strategies.magnitudes_rule(_joint(scale=(19.0, 10.0, 30.0), others=big)) == REPRODUCED
+    assert strategies.magnitudes_rule(_joint(scale=(19.0, 10.0, 30.0))) == NOT_REPRODUCED
+    assert strategies.magnitudes_rule(_joint(scale=(30.0, 10.0, 50.0), others=big)) == NOT_TESTABLE
+
+
+# --- chapter 07 ----------------------------------------------------------------------------------
+def _paradox(ridge_k1: float, ridge_k9: float, mean_k1: float, mean_k9: float):
+    rows = []
+    for s in ("E0", "E1"):
+        for sub, k1, k9 in (("ridge prediction", ridge_k1, ridge_k9),
+                            ("mean of training layers", mean_k1, mean_k9)):
+            rows.append({"set": s, "substitute": sub, "k": 1, "deg": k1, "ppl": 30.0})
+            rows.append({"set": s, "substitute": sub, "k": 9, "deg": 1e6, "ppl": k9})
+    return pd.DataFrame(rows)
+
+
+def test_ridge_and_paradox_rules():
+    assert predictability.ridge_rule(0.9, 0.88) == REPRODUCED
+    assert predictability.ridge_rule(0.9, 0.1) == NOT_REPRODUCED
+    assert predictability.paradox_rule(_paradox(16.0, 2e5, 300.0, 50.0)) == REPRODUCED
+    assert predictability.paradox_rule(_paradox(16.0, 2e5, 16.0, 2e5)) == NOT_DIAGNOSTIC
+    assert predictability.paradox_rule(_paradox(300.0, 2e5, 300.0, 50.0)) == NOT_REPRODUCED
+
+
+# --- chapter 10 ----------------------------------------------------------------------------------
+def _finals(gtt: list[float], uniform: list[float], seconds=(1.0, 0.87)):
+    rows = []
+    for seed, (g, u) in enumerate(zip(gtt, uniform)):
+        rows.append({"regime": "r", "seed": seed, "arm": "uniform", "val_loss": u,
+                     "seconds": seconds[0], "flops": 1.0, "layer_steps": 1.0, "step": 10})
+        rows.append({"regime": "r", "seed": seed, "arm": "gtt", "val_loss": g,
+                     "seconds": seconds[1], "flops": 0.46, "layer_steps": 0.5, "step": 10})
+    return pd.DataFrame(rows)
+
+
+def test_growth_rules_read_seed_intervals():
+    paper_like = _finals([0.127, 0.125, 0.130], [0.599, 0.61, 0.59])
+    assert growth.ratio_rule(paper_like) == REPRODUCED
+    assert growth.ratio_rule(_finals([0.5, 0.52, 0.49], [0.6, 0.61, 0.59])) == NOT_REPRODUCED
+    assert growth.ratio_rule(_finals([0.1, 0.3, 0.12], [0.6, 0.62, 0.58])) == NOT_TESTABLE
+    assert growth.half_budget_rule(paper_like) == REPRODUCED
+    assert growth.half_budget_rule(_finals([0.7, 0.71, 0.72], [0.6, 0.61, 0.59])) == NOT_REPRODUCED
+    assert growth.half_budget_rule(_finals([0.5, 0.7, 0.55], [0.6, 0.61, 0.59])) == NOT_TESTABLE
+    assert growth.cost_rule(_finals([0.1] * 3, [0.6] * 3)) == REPRODUCED  # 54 % of FLOPs saved
+    assert growth.faster_rule(_finals([0.1] * 3, [0.6] * 3)) == REPRODUCED
+    assert growth.faster_rule(_finals([0.1] * 3, [0.6] * 3, seconds=(1.0, 1.3))) == NOT_REPRODUCED
+
+
+# --- one producing function per claim id -----------------------------------------------------------
+def test_each_p2_claim_id_is_produced_by_exactly_one_function():
+    src = Path(__file__).resolve().parents[1] / "src" / "layerlab"
+    owners: dict[str, list[str]] = {}
+    for path in src.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for fn in ast.walk(tree):
+            if not isinstance(fn, ast.FunctionDef):
+                continue
+            for node in ast.walk(fn):
+                if not (isinstance(node, ast.Call) and
+                        (getattr(node.func, "id", None) == "Claim"
+                         or getattr(node.func, "attr", None) == "Claim")):
+                    continue
+                ids = [k.value for k in node.keywords if k.arg == "id"]
+                if ids and isinstance(ids[0], ast.Constant):
+                    owners.setdefault(ids[0].value, []).append(f"{path.name}:{fn.name}")
+    p2 = {k: v for k, v in owners.items() if k.startswith("P2-")}
+    assert len(p2) >= 17
+    assert {k: v for k, v in p2.items() if len(v) != 1} == {}
