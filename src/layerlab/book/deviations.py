@@ -118,15 +118,31 @@ autoregression {r2('autoregression'):.3f}.""")
 {d.loc[mats, 'real'].mean():+.3f}; the norm weights {', '.join(f'{n} {d.loc[n, "real"]:+.3f}' for n in norms) or 'n/a'}.
 An average over all nine types would hide that the norms depart from −1/2.""")
 
+    inv = deltas.invariant(lab).groupby("measure", sort=False)[["real", "shuffled order"]].mean()
+    out.append("""## P2 — the basis of the delta correlation
+
+Element-wise correlation depends on how neurons and heads are numbered. **Choice:** the
+element-wise statistic for the paper's number, judged beside two checks that do not depend on
+the numbering. **Alternatives run:** neurons aligned by matching, and permutation-invariant
+products. **Movement:** mean over types, real against its null — """ + "; ".join(
+        f"{m} {r['real']:+.3f} vs {r['shuffled order']:+.3f}" for m, r in inv.iterrows()) + ".")
+
     from layerlab.anatomy import strategies
 
     S = strategies.target_set(t)
+    m = strategies.matched(lab, S, t)
+    mj = m["joint"][m["joint"]["matched"] == "size joint"].set_index(["set", "strategy"])
+    size_line = "at ‖ΔW‖/‖W‖ = {:g} on S jointly: ".format(strategies.MATCHED_SIZE) + "; ".join(
+        f"{s} " + ", ".join(f"{n} {mj.loc[(s, n), 'deg']:+,.1f} %" for n in strategies.DIRECTIONS)
+        for s in sorted(set(m["joint"]["set"])))
     out.append(f"""## P2 — the target set and forms of the five strategies
 
 The target set and exact forms are unknown. **Choice:** the connective tissue and anti-layers of
 our own E1 map, edited jointly (S = {S}); the forms stated in chapter 06. **Alternatives run:**
 each strategy on each layer of S alone, low-rank ranks 16 and 128, the neighbour average as a
-mixing variant, and α from 0.5 to 1.1 on S, on all layers and on L{peak} alone.""")
+mixing variant, and α from 0.5 to 1.1 on S, on all layers and on L{peak} alone; every
+strategy at scaling's relative weight change and at equal single-layer damage, and the curve of
+editing the k least important layers. **Movement:** {size_line}.""")
 
     rec = recovery.run(lab)["table"]
     cfg = recovery.config_for(lab)
@@ -143,19 +159,23 @@ PPL ≤ {1 + min(cfg.taus):g} × base on {cfg.eval_set}. **Alternatives run:** �
 per layer). The whole-model variant is implemented but not run in this profile.""")
 
     runs = growth.run(profile, progress=False)
-    comp = growth.comparison(growth.curves(runs)).set_index(["regime", "arm"])
+    tuned = growth.tuned(profile, progress=False)
+    found = tuned["search"].set_index("set size (tokens)")["uniform final val loss"]
+    comp = growth.comparison(growth.curves({**runs, **tuned["runs"]})).set_index(["regime", "arm"])
     lines = "; ".join(
         f"{regime}: GTT spent {comp.loc[(regime, 'gtt'), 'layer_steps share']:.0%} of uniform's "
         f"layer-steps, {comp.loc[(regime, 'gtt'), 'step share']:.0%} of its steps and "
         f"{comp.loc[(regime, 'gtt'), 'flops share']:.0%} of its FLOPs"
         for regime in comp.index.get_level_values(0).unique())
-    out.append(f"""## P2 — growth training: data, anatomy, budget and "~54 %"
+    out.append("""## P2 — growth training: data, anatomy, budget and "~54 %"
 
 Data, tokenizer, widths, learning rate, phase lengths and the budget definition are unknown.
 **Choice:** the 12-layer model the parameter count implies, SmolLM2's classes mapped
 proportionally, "budget" = layer-steps, "cost reduction" = 1 − FLOP share; two data regimes.
 **Alternatives run:** uniform training at full and at equal budget, G_stack, and random
-schedules. **Movement:** {lines}.""")
+schedules; the paper's regime found by a search over memorised-set sizes (uniform's final loss
+""" + ", ".join(f"{n:,} tokens {v:.3f}" for n, v in found.items()) + f"""; kept: {tuned['size']:,})
+with a learning rate per arm from a grid ({tuned['lrs']}). **Movement:** {lines}.""")
     return out
 
 

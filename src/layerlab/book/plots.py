@@ -692,10 +692,13 @@ def recovery_curves(curves: pd.DataFrame, base: float) -> alt.Chart:
     pick = alt.param(name="condition", value=conds[0],
                      bind=alt.binding_select(options=conds, name="condition: "))
     hl = alt.selection_point(fields=["layer"], bind="legend")
+    # one line per run: layers repeated with another seed get their own line
+    extra = {"detail": "seed:N"} if "seed" in df.columns else {}
     return (
         alt.Chart(df, title="Recovery after noise: PPL / base PPL during fine-tuning")
         .mark_line(point=True)
         .encode(
+            **extra,
             x=alt.X("step:Q", title="fine-tuning step"),
             y=alt.Y("ratio:Q", scale=alt.Scale(type="log"), title="PPL / base (log scale)"),
             color=alt.Color("layer:N", legend=alt.Legend(orient="bottom", columns=5)),
