@@ -170,6 +170,28 @@ def diagnose_paradox(lab: Lab, alpha: float) -> pd.DataFrame:
     return df.round(3)
 
 
+def k_reading(outputs: pd.DataFrame) -> str:
+    """The k = 9 against k = 10 comparison in words, from the measured output diagnostics: per
+    substitute, perplexity against the vocabulary size and the change in entropy when the last
+    layer is replaced as well."""
+    ks = sorted(k for k in outputs["k"].unique() if k > 0)
+    if len(ks) < 2:
+        return "fewer than two replacement depths were run"
+    a, b = ks[-2], ks[-1]
+    parts = []
+    for sub, df in outputs[outputs["k"] > 0].groupby("substitute", sort=False):
+        r = df.set_index("k")
+        if a not in r.index or b not in r.index:
+            continue
+        vocab = float(r.loc[a, "log10 vocabulary"])
+        side = {k: "above" if r.loc[k, "log10 ppl"] > vocab else "below" for k in (a, b)}
+        parts.append(
+            f"{sub}: k = {a} gives PPL 10^{r.loc[a, 'log10 ppl']:.1f} ({side[a]} the vocabulary's "
+            f"10^{vocab:.1f}) at entropy {r.loc[a, 'entropy']:.2f} nats; k = {b} gives "
+            f"10^{r.loc[b, 'log10 ppl']:.1f} ({side[b]}) at {r.loc[b, 'entropy']:.2f} nats")
+    return "; ".join(parts)
+
+
 def nearest_spec_alpha(alpha: float) -> float:
     """The spec's α closest to `alpha` (leave-one-out runs only on the spec's grid)."""
     return min(SPEC_ALPHAS, key=lambda x: abs(x - alpha))
