@@ -151,13 +151,13 @@ claims.record(growth.assess(cv, setting), profile.name)
 # - **Vocabulary.** On two CPU cores the `cpu` profile uses a byte-level vocabulary (257 tokens):
 #   the paper's twelve 262k-parameter blocks without its 6.4 M-parameter embedding. The model with
 #   SmolLM2's tokenizer (9.44 M parameters) costs several times more per step (its 49k-token head
-#   dominates; the FLOP ratio is printed below), so the search, the grid and three seeds of five
-#   arms would take several core-hours on two cores; the `gpu` profile runs exactly that.
+#   dominates), so the search, the grid and three seeds of five arms would take the hours printed
+#   below, longer than this profile allows; the `gpu` profile runs exactly that.
 # - **Anatomy.** Mapped proportionally from SmolLM2 (the spec's option a); deriving it from a
 #   map of a briefly trained 12-layer model (option b) is not run here.
 
 # %%
-print(growth.vocab_cost(cfg))
+print(growth.vocab_cost(cfg, tuned["all_runs"]))
 
 # %% [markdown]
 # ## Provenance
