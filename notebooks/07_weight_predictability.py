@@ -168,11 +168,12 @@ result["outputs"]
 print(predictability.k_reading(result["outputs"]))
 
 # %% [markdown]
-# How to read it: perplexity above the vocabulary size needs confident wrong predictions (low
-# entropy); a model unsure everywhere stays near the vocabulary size. So if, for a substitute,
-# the larger k shows a *higher* entropy and a *lower* perplexity, replacing the last layer as
-# well removed what sharpened the corrupted stream into confident errors. If the entropies are
-# alike, the difference between the two k lies elsewhere and this page does not explain it.
+# How to read it: perplexity above the vocabulary size needs confident wrong predictions; a
+# model unsure everywhere stays near the vocabulary size. A lower perplexity at the larger k can
+# come from less confident errors (higher entropy) or from confident predictions that are now
+# sometimes right (higher top-1); the line above says which of the two the measurement shows for
+# each substitute.
+
 # %% [markdown]
 # ## Verdict
 #

@@ -185,10 +185,13 @@ def k_reading(outputs: pd.DataFrame) -> str:
             continue
         vocab = float(r.loc[a, "log10 vocabulary"])
         side = {k: "above" if r.loc[k, "log10 ppl"] > vocab else "below" for k in (a, b)}
+        sharper = "more" if r.loc[b, "entropy"] < r.loc[a, "entropy"] else "less"
+        hits = "more" if r.loc[b, "top1"] > r.loc[a, "top1"] else "no more"
         parts.append(
             f"{sub}: k = {a} gives PPL 10^{r.loc[a, 'log10 ppl']:.1f} ({side[a]} the vocabulary's "
-            f"10^{vocab:.1f}) at entropy {r.loc[a, 'entropy']:.2f} nats; k = {b} gives "
-            f"10^{r.loc[b, 'log10 ppl']:.1f} ({side[b]}) at {r.loc[b, 'entropy']:.2f} nats")
+            f"10^{vocab:.1f}), entropy {r.loc[a, 'entropy']:.2f} nats, top-1 {r.loc[a, 'top1']:.1%}; "
+            f"k = {b} gives 10^{r.loc[b, 'log10 ppl']:.1f} ({side[b]}), {r.loc[b, 'entropy']:.2f} nats, "
+            f"top-1 {r.loc[b, 'top1']:.1%} — replacing the last layer as well makes the model {sharper} confident and {hits} often right")
     return "; ".join(parts)
 
 
