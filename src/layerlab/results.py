@@ -55,6 +55,12 @@ SCHEMAS: dict[str, tuple[int, tuple[str, ...]]] = {
     "delta_correlation": (1, ()),
     "recovery": (1, ("e0", "corpora")),
     "growth": (1, ("corpora",)),
+    "growth_tuning": (1, ("corpora",)),
+    "manipulation_matched": (1, ("e0", "corpora")),
+    "descriptor_nulls": (1, ()),
+    "prediction_vs_mean": (1, ()),
+    "paradox_outputs": (1, ("e0",)),
+    "delta_invariant": (1, ()),
     "claims": (1, ()),
 }
 # input group -> files under data/ (globs)
