@@ -389,12 +389,14 @@ def assess(result: dict[str, Any], setting: str, n_layers: int) -> list[claims.C
 
 
 def core_by_operation(table: pd.DataFrame, n_layers: int) -> pd.DataFrame:
-    """Degradation % of L7–12 under neighbour averaging and removal, per set, with each
-    operation's rank of the layer among layers 1 … L−2 (1 = most damaging)."""
+    """Degradation % of L7–12 (every inner layer of a smaller model) under neighbour averaging and
+    removal, per set, with each operation's rank of the layer among layers 1 … L−2 (1 = most
+    damaging)."""
     rows = []
+    shown = [l for l in range(7, 13) if 1 <= l <= n_layers - 2] or list(range(1, n_layers - 1))
     for (s, m), df in inner(table[table["method"].isin(CORE_OPERATIONS)], n_layers).groupby(["set", "method"]):
         rank = df.set_index("layer")["deg"].rank(ascending=False).astype(int)
-        for l in range(7, 13):
+        for l in shown:
             r = df[df["layer"] == l].iloc[0]
             rows.append({"set": s, "operation": m, "layer": l, "deg %": round(float(r["deg"]), 1),
                          "rank": int(rank[l]), "class": r["class"]})
