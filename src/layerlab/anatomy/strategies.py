@@ -384,7 +384,9 @@ def assess_only_scaling(result: dict[str, Any], gens: pd.DataFrame, matched_resu
                                              for n in STRATEGIES) for s in sets)
              + f" — at the relative weight change of ×0.9 ({MATCHED_SIZE:g}): " + "; ".join(
                  f"{s} " + ", ".join(f"{n} {size.loc[(s, n), 'deg']:+,.1f} %" for n in DIRECTIONS)
-                 for s in sorted(set(mj["set"]))) + " (zero at this size is ×0.9 itself)",
+                 for s in sorted(set(mj["set"]))) + " (zero at this size is ×0.9 itself)"
+             + "; greedy text distinct-2: unedited {:.2f}, scale ×0.9 on S {:.2f}".format(
+                 *generation_summary(gens)["distinct_2"][["unedited", f"{BENIGN} on S"]]),
         rule=f"face value on S jointly, each set: scale ×0.9 CI below {BENIGN_MAX:g} %, every "
              f"other CI above {HARMFUL_MIN:g} %, scaled generations keep ≥ 90 % of distinct-2 — "
              f"else not reproduced; then at matched size ({MATCHED_SIZE:g} relative change): "
