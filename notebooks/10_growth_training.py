@@ -135,7 +135,7 @@ growth.comparison(cv).round(3)
 setting = (f"profile {profile.name}: {cfg.layers}-layer Llama-style model, d = {cfg.width}, "
            f"{cfg.tokenizer} tokenizer, {cfg.batch_size} × {cfg.seq_len} tokens a step; judged in "
            f"the paper's regime: a memorised set of {tuned['size']:,} tokens, lr per arm "
-           f"{tuned['lrs']}, seeds {sorted({int(k.split('-s')[1].split('-')[0]) for k in tuned['runs']})}")
+           f"{', '.join(f'{a} {v:g}' for a, v in tuned['lrs'].items())}, seeds {sorted({int(k.split('-s')[1].split('-')[0]) for k in tuned['runs']})}")
 claims.record(growth.assess(cv, setting), profile.name)
 
 # %% [markdown]

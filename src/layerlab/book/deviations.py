@@ -175,7 +175,7 @@ proportionally, "budget" = layer-steps, "cost reduction" = 1 − FLOP share; two
 **Alternatives run:** uniform training at full and at equal budget, G_stack, and random
 schedules; the paper's regime found by a search over memorised-set sizes (uniform's final loss
 """ + ", ".join(f"{n:,} tokens {v:.3f}" for n, v in found.items()) + f"""; kept: {tuned['size']:,})
-with a learning rate per arm from a grid ({tuned['lrs']}). **Movement:** {lines}.""")
+with a learning rate per arm from a grid (""" + ", ".join(f"{a} {v:g}" for a, v in tuned["lrs"].items()) + f"""). **Movement:** {lines}.""")
     return out
 
 
