@@ -610,8 +610,9 @@ def _regime_text(c: "pd.DataFrame", regimes: list[str], fmt) -> str:
     return "; ".join(f"{r}: {fmt(c.loc[(r, 'gtt')], c.loc[(r, 'uniform')])}" for r in regimes)
 
 
-def assess_ratio(cv: "pd.DataFrame", setting: str) -> claims.Claim:
-    c = comparison(cv).set_index(["regime", "arm"])
+def assess_ratio(cv: "pd.DataFrame", setting: str,
+                 c: "pd.DataFrame | None" = None) -> claims.Claim:
+    c = comparison(cv).set_index(["regime", "arm"]) if c is None else c
     regimes = list(c.index.get_level_values(0).unique())
     return claims.Claim(
         id="P2-C6-loss-ratio", paper="P2", chapter=CHAPTER,
@@ -626,8 +627,9 @@ def assess_ratio(cv: "pd.DataFrame", setting: str) -> claims.Claim:
         verdict=ratio_rule(cv), setting=setting)
 
 
-def assess_half_budget(cv: "pd.DataFrame", setting: str) -> claims.Claim:
-    c = comparison(cv).set_index(["regime", "arm"])
+def assess_half_budget(cv: "pd.DataFrame", setting: str,
+                       c: "pd.DataFrame | None" = None) -> claims.Claim:
+    c = comparison(cv).set_index(["regime", "arm"]) if c is None else c
     regimes = list(c.index.get_level_values(0).unique())
     return claims.Claim(
         id="P2-C6-half-budget", paper="P2", chapter=CHAPTER,
@@ -641,8 +643,9 @@ def assess_half_budget(cv: "pd.DataFrame", setting: str) -> claims.Claim:
         verdict=half_budget_rule(cv), setting=setting)
 
 
-def assess_faster(cv: "pd.DataFrame", setting: str) -> claims.Claim:
-    c = comparison(cv).set_index(["regime", "arm"])
+def assess_faster(cv: "pd.DataFrame", setting: str,
+                  c: "pd.DataFrame | None" = None) -> claims.Claim:
+    c = comparison(cv).set_index(["regime", "arm"]) if c is None else c
     regimes = list(c.index.get_level_values(0).unique())
     return claims.Claim(
         id="P2-C6-faster", paper="P2", chapter=CHAPTER,
@@ -655,8 +658,9 @@ def assess_faster(cv: "pd.DataFrame", setting: str) -> claims.Claim:
         verdict=faster_rule(cv), setting=setting)
 
 
-def assess_cost(cv: "pd.DataFrame", setting: str) -> claims.Claim:
-    c = comparison(cv).set_index(["regime", "arm"])
+def assess_cost(cv: "pd.DataFrame", setting: str,
+                c: "pd.DataFrame | None" = None) -> claims.Claim:
+    c = comparison(cv).set_index(["regime", "arm"]) if c is None else c
     regimes = list(c.index.get_level_values(0).unique())
     return claims.Claim(
         id="P2-C6-cost", paper="P2", chapter=CHAPTER,
@@ -671,8 +675,9 @@ def assess_cost(cv: "pd.DataFrame", setting: str) -> claims.Claim:
 
 def assess(cv: "pd.DataFrame", setting: str) -> list:
     """The four C6 claims, judged in the paper's regime when the tuned runs are in `cv`."""
-    return [assess_ratio(cv, setting), assess_half_budget(cv, setting),
-            assess_faster(cv, setting), assess_cost(cv, setting)]
+    c = comparison(cv).set_index(["regime", "arm"])  # once for all four claims
+    return [assess_ratio(cv, setting, c), assess_half_budget(cv, setting, c),
+            assess_faster(cv, setting, c), assess_cost(cv, setting, c)]
 
 
 def program_table(cfg: GrowthConfig, seed: int = 0) -> "pd.DataFrame":
