@@ -8,7 +8,10 @@ scaling: the Chinchilla fit (chapter 01): the paper recipe (50k Adam steps), the
 hidden:  the streaming statistics pass (chapters 02-03) vs a bare forward pass of SmolLM2 over
          the same tokens, and the peak memory for 4 vs 16 windows of 512 tokens.
 toy:     chapter 04's batched step (all student depths, one teacher pass) vs training the
-         students one by one for the same steps.
+         students one by one for the same steps; and the grid of 8 sweeps as one batched
+         program (toygrid) vs sweep by sweep.
+offload: the statistics pass of a sharded 12 x 768 Llama in memory vs read from disk through
+         accelerate's offload: time and peak RSS (not in the default set).
 weights: chapters 07-08's weight-statistics pass over all layers and tensor types with nulls
          (delta correlations, ridge over the α grid, descriptors), timed; and Gram-space ridge vs
          the same dual ridge computed on the explicit 884,736-element gate_proj layers.
@@ -16,7 +19,7 @@ anatomy: chapter 05's full neighbour-average map of SmolLM2 (base + one edit per
          place, restored exactly, blocks below the edit not rerun) vs L+1 plain evaluations of
          the same sentences; and the same map without the resume (edits only, full forwards).
 
-    python benchmarks/run.py [models|scaling|hidden|toy|weights|anatomy ...] [--threads N] [--repeats R]
+    python benchmarks/run.py [models|scaling|hidden|toy|weights|anatomy|offload ...] [--threads N] [--repeats R]
 
 Writes benchmarks/out/<suite>.json and prints a table.
 """
@@ -202,7 +205,102 @@ def bench_toy(steps: int = 200, repeats: int = 3) -> dict:
         t_together += _timed(together, 1)
         t_single += _timed(one_by_one, 1)
     a, b = statistics.median(t_together), statistics.median(t_single)
-    return {"steps": steps, "together_s": a, "one_by_one_s": b, "ratio_one_by_one_over_together": b / a}
+    return {"steps": steps, "together_s": a, "one_by_one_s": b,
+            "ratio_one_by_one_over_together": b / a,
+            # the cpu profile's batch, and a small one where launches, not arithmetic, dominate
+            # (the regime of a GPU at width 32)
+            "grid": bench_toy_grid(steps, repeats),
+            "grid_small_batch": bench_toy_grid(steps, repeats, batch_size=16)}
+
+
+def bench_toy_grid(steps: int = 200, repeats: int = 3, batch_size: int = 256) -> dict:
+    """The paper's grid shape at cpu-profile sizes -- 4 temperatures x 2 teacher types, one seed
+    (8 KL sweeps) -- as one batched program (`toygrid.Grid`: one teacher pass per teacher type,
+    one batched matmul per layer and depth) vs today's sweep-by-sweep loop (each sweep's depths
+    together, its own teacher pass), the same steps; and the share of the batched step spent in
+    matrix products (what batching cannot remove on a CPU)."""
+    from torch.profiler import profile
+
+    from layerlab.depth import toy, toygrid
+
+    base = dict(teacher_depth=64, batch_size=batch_size, steps=steps,
+                student_depths=(2, 4, 8, 16))
+    configs = {f"kl-T{t}-{teacher}": toy.ToyConfig(**base, temperature=t, teacher=teacher)
+               for t in (0.1, 0.3, 1.0, 3.0) for teacher in ("independent", "tied")}
+
+    def batched():
+        grid = toygrid.Grid(configs)
+        for _ in range(steps):
+            grid.train_step()
+
+    def sequential():
+        for cfg in configs.values():
+            sweep = toy.Sweep(cfg)
+            for _ in range(steps):
+                sweep.train_step()
+
+    t_grid, t_seq = [], []
+    for _ in range(repeats):
+        t_grid += _timed(batched, 1)
+        t_seq += _timed(sequential, 1)
+    grid = toygrid.Grid(configs)
+    grid.train_step()
+    with profile() as prof:
+        for _ in range(3):
+            grid.train_step()
+    events = prof.key_averages()
+    total = sum(e.self_cpu_time_total for e in events)
+    matmul = sum(e.self_cpu_time_total for e in events
+                 if e.key in ("aten::bmm", "aten::baddbmm", "aten::mm", "aten::addmm"))
+    a, b = statistics.median(t_grid), statistics.median(t_seq)
+    students = len(configs) * len(base["student_depths"])
+    return {"sweeps": len(configs), "batch_size": batch_size, "steps": steps, "batched_s": a,
+            "sequential_s": b, "ratio_sequential_over_batched": b / a,
+            "student_steps_per_s_batched": students * steps / a,
+            "matmul_share_of_batched_step": matmul / total}
+
+
+_OFFLOAD_CHILD = """
+import json, resource, sys, time, torch
+torch.set_num_threads(1)
+from layerlab import hidden, models
+folder, mode = sys.argv[1], sys.argv[2]
+kw = {"device_map": "auto", "max_memory": {"cpu": "1MB"}} if mode == "disk" else {}
+lm = models.load(folder, **kw)
+ids = torch.randint(3, 250, (8, 256), generator=torch.Generator().manual_seed(0))
+start = time.perf_counter()
+out = hidden.collect(lm, hidden.block_batches(ids, 4), progress=False)
+print(json.dumps({"seconds": time.perf_counter() - start,
+                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "theta_mean": out["conventions"]["hf"]["all"]["theta"]["mean"]}))
+"""
+
+
+def bench_offload() -> dict:
+    """The statistics pass of a 12 x 768 Llama saved in shards, in memory vs every block read
+    from disk through accelerate's offload (each in a fresh process: peak RSS), and the largest
+    difference of any per-layer mean angle between the two."""
+    import subprocess
+
+    from layerlab import models
+
+    folder = Path(tempfile.mkdtemp(prefix="layerlab-offload-"))
+    try:
+        tiny = models.load_tiny("tiny-llama", layers=12, width=768)
+        tiny.model.save_pretrained(folder, max_shard_size="50MB")
+        tiny.tokenizer.save_pretrained(folder)
+        del tiny
+        res = {}
+        for mode in ("memory", "disk"):
+            out = subprocess.run([sys.executable, "-c", _OFFLOAD_CHILD, str(folder), mode],
+                                 capture_output=True, text=True, check=True)
+            res[mode] = json.loads(out.stdout.strip().splitlines()[-1])
+        diff = max(abs(a - b) for a, b in zip(res["memory"]["theta_mean"], res["disk"]["theta_mean"]))
+        for r in res.values():
+            r.pop("theta_mean")
+        return {**res, "max_abs_theta_difference": diff, "layers": 12, "width": 768}
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def bench_weights() -> dict:
@@ -315,6 +413,18 @@ def main(argv: list[str] | None = None) -> int:
         (OUT / "toy.json").write_text(json.dumps(res, indent=1))
         print(f"toy: {res['steps']} steps, all depths together {res['together_s']:.2f} s, one by one "
               f"{res['one_by_one_s']:.2f} s (ratio {res['ratio_one_by_one_over_together']:.2f}x)")
+        for key in ("grid", "grid_small_batch"):
+            g = res[key]
+            print(f"toy grid, {g['sweeps']} sweeps, batch {g['batch_size']}: batched "
+                  f"{g['batched_s']:.2f} s vs sweep by sweep {g['sequential_s']:.2f} s (ratio "
+                  f"{g['ratio_sequential_over_batched']:.2f}x; {g['student_steps_per_s_batched']:.0f} "
+                  f"student-steps/s; matmuls {g['matmul_share_of_batched_step']:.0%} of the step)")
+    if "offload" in args.suites:
+        res = bench_offload() | {"provenance": prov}
+        (OUT / "offload.json").write_text(json.dumps(res, indent=1))
+        for mode in ("memory", "disk"):
+            r = res[mode]
+            print(f"statistics pass, model {mode:6s}: {r['seconds']:.2f} s, peak RSS {r['peak_rss_mb']:.0f} MB")
     if "weights" in args.suites:
         res = bench_weights() | {"provenance": prov | {"model": NAME}}
         (OUT / "weights.json").write_text(json.dumps(res, indent=1))

@@ -111,6 +111,24 @@ def test_statistics_do_not_depend_on_chunking(tiny_models, blocks):
     assert one["profiles"]["theta"].shape == (50, lm.n_layers)
 
 
+def test_token_chunks_bound_memory_without_changing_any_statistic(tiny_models, blocks):
+    lm = tiny_models["tiny-llama"]
+    batches = hidden.block_batches(blocks, 4)
+    whole = hidden.collect(lm, batches, profiles=40, progress=False, chunk_tokens=10_000)
+    small = hidden.collect(lm, batches, profiles=40, progress=False, chunk_tokens=7)
+    for conv in ("hf", "raw"):
+        for group, stats in whole["conventions"][conv].items():
+            for metric, summary in stats.items():
+                if metric == "tokens":
+                    assert small["conventions"][conv][group]["tokens"] == summary
+                    continue
+                for key, value in summary.items():
+                    np.testing.assert_allclose(small["conventions"][conv][group][metric][key],
+                                               value, rtol=1e-12, atol=0)
+    for key, value in whole["profiles"].items():
+        np.testing.assert_array_equal(small["profiles"][key], value)
+
+
 def test_conventions_differ_only_at_the_last_layer(tiny_models, blocks):
     lm = tiny_models["tiny-llama"]
     out = hidden.collect(lm, hidden.block_batches(blocks, 4), progress=False)

@@ -40,7 +40,7 @@ def primary_model(profile: Profile) -> str:
 def _load(name: str, profile: Profile, cfg: GeometrySettings) -> models.LoadedModel:
     if name.startswith(FAMILY_PREFIX):
         return family.load_member(int(name.removeprefix(FAMILY_PREFIX)), family.config_for(profile))
-    dtype = getattr(torch, cfg.torch_dtype)
+    dtype = models.resolve_dtype(cfg.torch_dtype)
     if cfg.device_map:
         return models.load(name, dtype=dtype, device_map=cfg.device_map)
     return models.load(name, dtype=dtype, device=models.default_device())

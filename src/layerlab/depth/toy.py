@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -299,19 +300,15 @@ def student_key(cfg: ToyConfig) -> dict[str, Any]:
     return {"toy": 2, **key}
 
 
-def run_sweep(name: str, cfg: ToyConfig, cache, *, progress: bool = True) -> dict[str, Any]:
-    """One sweep, student by student from the cache; the missing students train together."""
+def _stored(name: str, cfg: ToyConfig, cache) -> dict[int, Any]:
     from layerlab.results import MISSING
 
     key = student_key(cfg)
-    stored = {d: cache.lookup(STUDENTS, key, f"{name}-d{d}") for d in cfg.student_depths}
-    missing = tuple(d for d, v in stored.items() if v is MISSING)
-    if missing:
-        cache.may_compute(f"{STUDENTS}/{name} depths {missing}")
-        run = Sweep(cfg.replace(student_depths=missing)).run(progress=progress)
-        for i, d in enumerate(missing):
-            curve = [{"step": p["step"], "test_loss": p["test_loss"][i]} for p in run["curve"]]
-            stored[d] = cache.put(STUDENTS, key, {"depth": d, "curve": curve}, item=f"{name}-d{d}")
+    return {d: v for d in cfg.student_depths
+            if (v := cache.lookup(STUDENTS, key, f"{name}-d{d}")) is not MISSING}
+
+
+def _assemble(cfg: ToyConfig, stored: dict[int, Any]) -> dict[str, Any]:
     depths = list(cfg.student_depths)
     steps = [p["step"] for p in stored[depths[0]]["curve"]]
     curve = [{"step": step, "test_loss": [stored[d]["curve"][i]["test_loss"] for d in depths]}
@@ -320,16 +317,77 @@ def run_sweep(name: str, cfg: ToyConfig, cache, *, progress: bool = True) -> dic
             "final": curve[-1]["test_loss"]}
 
 
-def run_sweeps(profile, cache=None, *, only: list[str] | None = None,
-               progress: bool = True) -> dict[str, dict[str, Any]]:
-    """Every sweep of the profile; each student is stored as soon as its sweep finishes (a
-    rerun resumes, and a sweep given a deeper student trains only that one)."""
+def _store(name: str, cfg: ToyConfig, run: dict[str, Any], cache) -> None:
+    """Each student of a finished run (only its missing depths) as its own record."""
+    for i, d in enumerate(run["depths"]):
+        curve = [{"step": p["step"], "test_loss": p["test_loss"][i]} for p in run["curve"]]
+        cache.put(STUDENTS, student_key(cfg), {"depth": d, "curve": curve}, item=f"{name}-d{d}")
+
+
+def run_sweep(name: str, cfg: ToyConfig, cache, *, progress: bool = True) -> dict[str, Any]:
+    """One sweep, student by student from the cache; the missing students train together."""
+    stored = _stored(name, cfg, cache)
+    missing = tuple(d for d in cfg.student_depths if d not in stored)
+    if missing:
+        cache.may_compute(f"{STUDENTS}/{name} depths {missing}")
+        _store(name, cfg, Sweep(cfg.replace(student_depths=missing)).run(progress=progress), cache)
+        stored = _stored(name, cfg, cache)
+    return _assemble(cfg, stored)
+
+
+def grid_checkpoint(profile_name: str, names: list[str]) -> Path:
+    """Where a batched group of sweeps keeps its resumable state (outside the results)."""
+    from layerlab import paths, results
+
+    return paths.cache_dir() / "toygrid" / profile_name / f"{results.config_hash({'sweeps': names})}.pt"
+
+
+def run_grid(profile_name: str, configs: dict[str, ToyConfig], cache, *, device=None,
+             deadline: float | None = None, progress: bool = True,
+             max_group: int | None = None) -> bool:
+    """Train every missing student of `configs` as batched groups (`layerlab.depth.toygrid`),
+    resuming each group from its checkpoint and storing its students when it finishes (groups
+    of at most `max_group` sweeps); on CUDA each group's step is a captured CUDA graph. Stops
+    cleanly once `time.monotonic()` passes `deadline`; True when nothing is left to train."""
+    import torch
+
+    from layerlab.depth import toygrid
+
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    todo = {}
+    for name, cfg in configs.items():
+        missing = tuple(d for d in cfg.student_depths if d not in _stored(name, cfg, cache))
+        if missing:
+            cache.may_compute(f"{STUDENTS}/{name} depths {missing}")
+            todo[name] = cfg.replace(student_depths=missing)
+    for group in toygrid.groups(todo, max_group):
+        grid = toygrid.Grid(group, device=device)
+        ckpt = grid_checkpoint(cache.profile, list(group))
+        grid.load(ckpt)
+        grid.use_cuda_graph()  # a no-op on a CPU
+        every = max(1, grid.cfg.eval_every)
+        if not grid.train(deadline=deadline, checkpoint=ckpt, checkpoint_every=every,
+                          progress=progress):
+            return False
+        for name, run in grid.results().items():
+            _store(name, configs[name], run, cache)
+        ckpt.unlink(missing_ok=True)
+    return True
+
+
+def run_sweeps(profile, cache=None, *, only: list[str] | None = None, progress: bool = True,
+               batched: bool = True) -> dict[str, dict[str, Any]]:
+    """Every sweep of the profile. Missing students train as batched groups of sweeps
+    (`batched`, the default) or sweep by sweep; each is stored when its group finishes and a
+    rerun resumes (a group from its checkpoint; a sweep given a deeper student trains only it)."""
     from tqdm.auto import tqdm
 
     from layerlab import results
 
     cache = cache or results.Cache(profile.name)
     configs = {k: v for k, v in sweep_configs(profile).items() if only is None or k in only}
+    if batched:
+        run_grid(profile.name, configs, cache, progress=progress)
     return {name: run_sweep(name, cfg, cache, progress=progress)
             for name, cfg in tqdm(configs.items(), desc="toy sweeps", disable=not progress)}
 

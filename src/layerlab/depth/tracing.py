@@ -164,7 +164,7 @@ def run(profile, cache=None, *, progress: bool = True) -> dict[str, list[dict[st
     key = {"tracing": cfg.key(), "facts": [vars(f) for f in facts]}
 
     def compute(name: str, _item) -> list[dict[str, Any]]:
-        dtype = getattr(torch, cfg.dtype or "float32")
+        dtype = models.resolve_dtype(cfg.dtype)
         lm = models.load(name, dtype=dtype, device=models.default_device())
         noise = cfg.noise_scale * embedding_std(lm, seed=cfg.seed)
         return [{**trace(lm, f, noise=noise, samples=cfg.noise_samples, seed=cfg.seed + i),

