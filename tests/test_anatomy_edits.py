@@ -10,7 +10,7 @@ from layerlab.anatomy import edits
 from layerlab.anatomy.evalsets import EvalSet
 from layerlab.anatomy.evaluator import Evaluator, make_batches
 
-ARCHS = ["tiny-llama", "tiny-gptneox", "tiny-opt", "tiny-qwen2", "tiny-gemma3"]
+ARCHS = list(models.TINY)  # every tested block stack, GPT-2 (Conv1D) and Phi-3 (fused) included
 
 
 @pytest.fixture(scope="module")

@@ -117,14 +117,27 @@ def test_unknown_names_are_rejected_with_the_known_list(bad):
         models.load(bad)
 
 
-def test_unrecognised_block_stack_is_a_clear_error(tmp_path):
-    from transformers import AutoModelForCausalLM, GPT2Config
+def _unreadable_llama():
+    """A Llama whose config no longer matches its layer list: the structural rule cannot read it."""
+    from transformers import AutoModelForCausalLM
 
-    config = GPT2Config(n_layer=2, n_embd=32, n_head=2, vocab_size=257)
-    AutoModelForCausalLM.from_config(config).save_pretrained(tmp_path / "gpt2")
-    models.byte_tokenizer().save_pretrained(tmp_path / "gpt2")
-    with pytest.raises(models.UnsupportedArchitecture, match="ARCHS"):
-        models.load(str(tmp_path / "gpt2"))
+    model = AutoModelForCausalLM.from_config(models.tiny_config("llama", layers=2, width=32))
+    model.config.num_hidden_layers = 7
+    return model
+
+
+def test_unreadable_block_stack_is_a_clear_error():
+    with pytest.raises(models.UnsupportedArchitecture, match="EXCEPTIONS") as err:
+        models.wrap("odd", _unreadable_llama(), models.byte_tokenizer(), source="test")
+    assert "gpt2" in str(err.value) and "phi3" in str(err.value)  # what is supported
+
+
+def test_an_exception_entry_reads_what_the_rule_cannot(monkeypatch):
+    spec = models.ArchSpec(blocks=("model.layers",), final_norm=("model.norm",),
+                           unembed=("lm_head",), embed=("model.embed_tokens",), family="llama")
+    monkeypatch.setitem(models.EXCEPTIONS, "llama", spec)
+    lm = models.wrap("odd", _unreadable_llama(), models.byte_tokenizer(), source="test")
+    assert lm.n_layers == 2 and lm.final_norm is not None
 
 
 def test_missing_wheel_says_how_to_install(monkeypatch):

@@ -25,7 +25,7 @@ import importlib.util
 import os
 import shutil
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -51,10 +51,17 @@ class UnsupportedArchitecture(ModelError):
     pass
 
 
-# --- architecture table ---------------------------------------------------------------------
-# Attribute paths per HF `model_type`. Several candidates where transformers versions differ.
+# --- finding the block stack ---------------------------------------------------------------
+# Most causal LMs are read from their own structure (research/gpu-bigmodels.md §4, a rule
+# tested on 24 classes): the decoder's ModuleList with num_hidden_layers entries (the one with
+# the most parameters, so a vision tower of equal depth loses), the norm that sits beside it,
+# and the model's own input/output embeddings. A table covers only the exceptions.
+NORM_NAMES = ("norm", "final_layer_norm", "final_layernorm", "ln_f", "norm_f", "final_norm")
+
+
 @dataclass(frozen=True)
 class ArchSpec:
+    """Explicit attribute paths for a model type the structural rule cannot read."""
     blocks: tuple[str, ...]
     final_norm: tuple[str, ...]
     unembed: tuple[str, ...]
@@ -62,35 +69,14 @@ class ArchSpec:
     family: str
 
 
-_LLAMA_LIKE = ArchSpec(
-    blocks=("model.layers",),
-    final_norm=("model.norm",),
-    unembed=("lm_head",),
-    embed=("model.embed_tokens",),
-    family="llama",
-)
-
-ARCHS: dict[str, ArchSpec] = {
-    "gpt_neox": ArchSpec(
-        blocks=("gpt_neox.layers",),
-        final_norm=("gpt_neox.final_layer_norm",),
-        unembed=("embed_out", "lm_head"),
-        embed=("gpt_neox.embed_in",),
-        family="gpt_neox",
-    ),
-    "llama": _LLAMA_LIKE,
-    "qwen2": replace(_LLAMA_LIKE, family="qwen2"),
-    "mistral": replace(_LLAMA_LIKE, family="mistral"),
-    "gemma3_text": replace(_LLAMA_LIKE, family="gemma3"),
-    "opt": ArchSpec(
-        blocks=("model.decoder.layers",),
-        # None for post-LN OPT-350m (do_layer_norm_before=False): no final norm exists there.
-        final_norm=("model.decoder.final_layer_norm",),
-        unembed=("lm_head",),
-        embed=("model.decoder.embed_tokens",),
-        family="opt",
-    ),
-}
+# model_type -> explicit paths. Empty today: every tested stack is found by the rule. Add an
+# entry when a model's decoder layers are not a ModuleList of num_hidden_layers blocks.
+EXCEPTIONS: dict[str, ArchSpec] = {}
+# short family names the book has always used for these model types
+FAMILY_ALIASES = {"gemma3_text": "gemma3"}
+# families checked end to end in tests (tiny models from config, saved with save_pretrained)
+TESTED_FAMILIES = ("gpt2", "gpt_neox", "llama", "mistral", "qwen2", "qwen3", "phi3", "opt",
+                   "gemma2", "gemma3")
 
 
 def _get_path(root: nn.Module, dotted: str) -> Any:
@@ -108,6 +94,42 @@ def _resolve(model: nn.Module, candidates: tuple[str, ...]) -> Any:
         if found is not None:
             return found
     return None
+
+
+def _n_layers(config: Any) -> int | None:
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    for attr in ("num_hidden_layers", "n_layer", "num_layers"):
+        n = getattr(text, attr, None)
+        if isinstance(n, int):
+            return n
+    return None
+
+
+def find_parts(model: nn.Module) -> tuple[nn.ModuleList, nn.Module | None, nn.Module, nn.Module]:
+    """(blocks, final norm or None, unembedding, embedding) read from the model's structure.
+
+    Raises UnsupportedArchitecture with what was found when the rule does not apply."""
+    n = _n_layers(model.config)
+    try:
+        decoder = model.get_decoder()
+    except (AttributeError, NotImplementedError):
+        decoder = None
+    decoder = decoder if isinstance(decoder, nn.Module) else model
+    lists = [(path, m) for path, m in decoder.named_modules()
+             if isinstance(m, nn.ModuleList) and len(m) == n and path]
+    if n is None or not lists:
+        raise UnsupportedArchitecture(
+            f"no list of {n} decoder layers found in {type(model).__name__} "
+            f"(config num_hidden_layers = {n})")
+    path, blocks = max(lists, key=lambda pm: sum(p.numel() for p in pm[1].parameters()))
+    owner = decoder.get_submodule(path.rpartition(".")[0])
+    norm = next((getattr(owner, a) for a in NORM_NAMES
+                 if isinstance(getattr(owner, a, None), nn.Module)), None)
+    unembed, embed = model.get_output_embeddings(), model.get_input_embeddings()
+    if unembed is None or embed is None:
+        raise UnsupportedArchitecture(
+            f"{type(model).__name__} has no output or input embedding (is it a causal LM?)")
+    return blocks, norm, unembed, embed
 
 
 # --- the loaded-model handle ----------------------------------------------------------------
@@ -131,6 +153,7 @@ class LoadedModel:
     embed: nn.Module
     source: str
     add_bos: bool = False  # the tokenizer adds BOS by default, so evaluation windows start with it
+    logit_softcap: float | None = None  # Gemma 2 soft-caps its logits: c·tanh(z / c)
     info: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -147,12 +170,19 @@ class LoadedModel:
 
     @property
     def device(self) -> torch.device:
-        return self.embed.weight.device
+        """Where inputs go: the embedding's execution device (its offload hook's when the model
+        is split by `device_map`; the weight itself is then `meta`)."""
+        from layerlab import offload
+
+        return offload.execution_device(self.embed)
 
     def logits_from_hidden(self, hidden: torch.Tensor) -> torch.Tensor:
         """Logits for a residual-stream state that has NOT been through the final norm."""
         normed = self.final_norm(hidden) if self.final_norm is not None else hidden
-        return self.unembed(normed)
+        logits = self.unembed(normed)
+        if self.logit_softcap:
+            logits = torch.tanh(logits / self.logit_softcap) * self.logit_softcap
+        return logits
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -170,32 +200,38 @@ class LoadedModel:
 def wrap(name: str, model: nn.Module, tokenizer: Any, source: str) -> LoadedModel:
     """Attach uniform handles to an already loaded HF causal LM (raises if unrecognised)."""
     model_type = getattr(model.config, "model_type", "?")
-    spec = ARCHS.get(model_type)
-    if spec is None:
+    spec = EXCEPTIONS.get(model_type)
+    try:
+        if spec is not None:
+            blocks, norm = _resolve(model, spec.blocks), _resolve(model, spec.final_norm)
+            unembed, embed = _resolve(model, spec.unembed), _resolve(model, spec.embed)
+            if not isinstance(blocks, nn.ModuleList) or unembed is None or embed is None:
+                raise UnsupportedArchitecture(f"the paths {spec} do not resolve")
+        else:
+            blocks, norm, unembed, embed = find_parts(model)
+    except UnsupportedArchitecture as err:
         raise UnsupportedArchitecture(
-            f"{name!r} is a {model_type!r} model ({type(model).__name__}); layerlab knows the block "
-            f"stack of: {', '.join(sorted(ARCHS))}. Add an ArchSpec for {model_type!r} to "
-            "layerlab.models.ARCHS (paths to its decoder layers, final norm, unembedding, embedding)."
-        )
-    blocks = _resolve(model, spec.blocks)
-    unembed = _resolve(model, spec.unembed)
-    embed = _resolve(model, spec.embed)
-    if not isinstance(blocks, nn.ModuleList) or unembed is None or embed is None:
-        raise UnsupportedArchitecture(
-            f"{name!r} has model_type {model_type!r} but its modules are not where layerlab expects "
-            f"them ({spec}); the transformers version may have renamed them."
-        )
+            f"{name!r} is a {model_type!r} model ({type(model).__name__}) whose block stack "
+            f"layerlab cannot find: {err}. Tested end to end: {', '.join(TESTED_FAMILIES)}; most "
+            "causal LMs with a ModuleList of num_hidden_layers decoder layers work unseen. To add "
+            "this one, put an ArchSpec for it in layerlab.models.EXCEPTIONS (dotted paths to its "
+            "decoder layers, final norm, unembedding and embedding)."
+        ) from None
+    text_config = model.config.get_text_config() if hasattr(model.config, "get_text_config") \
+        else model.config
+    softcap = getattr(text_config, "final_logit_softcapping", None)
     return LoadedModel(
         name=name,
         model=model.eval(),
         tokenizer=tokenizer,
-        arch=spec.family,
+        arch=FAMILY_ALIASES.get(model_type, model_type),
         blocks=blocks,
-        final_norm=_resolve(model, spec.final_norm),
+        final_norm=norm,
         unembed=unembed,
         embed=embed,
         source=source,
         add_bos=tokenizer_adds_bos(tokenizer),
+        logit_softcap=float(softcap) if softcap else None,
     )
 
 
@@ -242,7 +278,8 @@ def byte_tokenizer() -> Any:
 
 
 def tiny_config(arch: str, *, vocab_size: int = 257, layers: int = 4, width: int = 64) -> Any:
-    """A small config of the given family (`gptneox`, `llama`, `opt`, `qwen2`, `gemma3`)."""
+    """A small config of the given family (`gptneox`, `llama`, `opt`, `qwen2`, `gemma3`, `gpt2`,
+    `mistral`, `qwen3`, `phi3`, `gemma2`)."""
     import transformers as tf
 
     common = dict(
@@ -269,12 +306,30 @@ def tiny_config(arch: str, *, vocab_size: int = 257, layers: int = 4, width: int
             sliding_window=32,
         ),
     }
+    # families found by the structural rule only (no table entry): built here so tests load
+    # every tested block stack from a save_pretrained folder
+    builders |= {
+        "gpt2": lambda: tf.GPT2Config(vocab_size=vocab_size, n_embd=width, n_layer=layers,
+                                      n_head=4, n_positions=1024, bos_token_id=vocab_size - 1,
+                                      eos_token_id=vocab_size - 1),
+        "mistral": lambda: tf.MistralConfig(**common, num_key_value_heads=2,
+                                            intermediate_size=2 * width, sliding_window=32),
+        "qwen3": lambda: tf.Qwen3Config(**common, num_key_value_heads=2, head_dim=width // 4,
+                                        intermediate_size=2 * width),
+        "phi3": lambda: tf.Phi3Config(**common, num_key_value_heads=2,
+                                      intermediate_size=2 * width, pad_token_id=0,
+                                      bos_token_id=0, eos_token_id=0),
+        "gemma2": lambda: tf.Gemma2Config(**common, num_key_value_heads=1, head_dim=width // 4,
+                                          intermediate_size=2 * width, sliding_window=32,
+                                          final_logit_softcapping=30.0),
+    }
     if arch not in builders:
         raise UnknownModel(f"no tiny config for {arch!r}; choose one of {sorted(builders)}")
     return builders[arch]()
 
 
-TINY = ("tiny-gptneox", "tiny-llama", "tiny-opt", "tiny-qwen2", "tiny-gemma3")
+TINY = ("tiny-gptneox", "tiny-llama", "tiny-opt", "tiny-qwen2", "tiny-gemma3", "tiny-gpt2",
+        "tiny-mistral", "tiny-qwen3", "tiny-phi3", "tiny-gemma2")
 
 
 def load_tiny(name: str, *, seed: int = 0, layers: int = 4, width: int = 64) -> LoadedModel:
@@ -417,12 +472,15 @@ def _load_pretrained(
     device: str | None,
     device_map: str | dict | None,
     dtype: torch.dtype,
+    max_memory: dict | None = None,
 ) -> LoadedModel:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     kwargs: dict[str, Any] = {"dtype": dtype}
     if device_map is not None:
         kwargs["device_map"] = device_map
+        if max_memory is not None:  # what does not fit goes to the next device, then to disk
+            kwargs["max_memory"] = max_memory
     try:
         tokenizer = AutoTokenizer.from_pretrained(location)
         model = AutoModelForCausalLM.from_pretrained(location, **kwargs)
@@ -451,11 +509,14 @@ def load(
     dtype: torch.dtype = torch.float32,
     device_map: str | dict | None = None,
     seed: int = 0,
+    max_memory: dict | None = None,
 ) -> LoadedModel:
     """Load a model by zoo name, local folder or hub id (see the module docstring).
 
-    `device_map="auto"` (accelerate) is the path for models larger than one GPU; `device` moves
-    a model that fits. Geometry wants float32, the default.
+    `device_map="auto"` (accelerate) is the path for models larger than one GPU, with
+    `max_memory` (e.g. {0: "70GiB", "cpu": "100GiB"}) capping each device; the rest is read
+    from the checkpoint's files on disk. `device` moves a model that fits. Geometry wants
+    float32, the default.
     """
     if not isinstance(name, str) or not name.strip():
         raise UnknownModel("model name must be a non-empty string")
@@ -464,7 +525,8 @@ def load(
     started = time.perf_counter()
     hf_logging.disable_progress_bar()  # per-tensor bars would flood notebook outputs
     try:
-        lm = _load_by_kind(name, device=device, dtype=dtype, device_map=device_map, seed=seed)
+        lm = _load_by_kind(name, device=device, dtype=dtype, device_map=device_map, seed=seed,
+                           max_memory=max_memory)
     finally:
         hf_logging.enable_progress_bar()
     lm.info["load_seconds"] = time.perf_counter() - started
@@ -472,7 +534,8 @@ def load(
 
 
 def _load_by_kind(name: str, *, device: str | None, dtype: torch.dtype,
-                  device_map: str | dict | None, seed: int) -> LoadedModel:
+                  device_map: str | dict | None, seed: int,
+                  max_memory: dict | None = None) -> LoadedModel:
     if name in TINY:
         lm = load_tiny(name, seed=seed)
         if device:
@@ -483,9 +546,10 @@ def _load_by_kind(name: str, *, device: str | None, dtype: torch.dtype,
     folder = Path(name).expanduser()
     if folder.is_dir():
         return _load_pretrained(name, str(folder), device=device, device_map=device_map,
-                                dtype=dtype)
+                                dtype=dtype, max_memory=max_memory)
     if _looks_like_hub_id(name):
-        return _load_pretrained(name, name, device=device, device_map=device_map, dtype=dtype)
+        return _load_pretrained(name, name, device=device, device_map=device_map, dtype=dtype,
+                                max_memory=max_memory)
     raise UnknownModel(
         f"unknown model {name!r}: not a layerlab name ({', '.join(known_names())}), not an "
         "existing local folder, and not a hub id of the form 'org/name'."
@@ -494,6 +558,17 @@ def _load_by_kind(name: str, *, device: str | None, dtype: torch.dtype,
 
 def default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def resolve_dtype(name: str | None) -> torch.dtype:
+    """The torch dtype a setting names, with bfloat16 replaced by float16 on a GPU without
+    native bfloat16 (compute capability < 8, e.g. Colab's T4). `torch.cuda.is_bf16_supported()`
+    says True there, since it counts emulation; capability is the test that holds."""
+    dtype = getattr(torch, name or "float32")
+    if (dtype is torch.bfloat16 and torch.cuda.is_available()
+            and torch.cuda.get_device_capability()[0] < 8):
+        return torch.float16
+    return dtype
 
 
 @torch.no_grad()

@@ -38,6 +38,7 @@ from typing import Any, Callable, Iterator
 import torch
 from torch import nn
 
+from layerlab import offload
 from layerlab.models import LoadedModel
 
 GROUPS = ("all", "linear", "norms", "attention", "mlp")
@@ -102,9 +103,11 @@ def active(lm: LoadedModel) -> Edit | None:
 
 # -- tensors of a block --------------------------------------------------------------------------
 def _linear_names(block: nn.Module) -> set[str]:
+    from transformers.pytorch_utils import Conv1D  # GPT-2's linear layers, weights [in, out]
+
     names = set()
     for mod_name, module in block.named_modules():
-        if isinstance(module, nn.Linear):
+        if isinstance(module, (nn.Linear, Conv1D)):
             names.update(f"{mod_name}.{p}" for p, _ in module.named_parameters(recurse=False))
     return names
 
@@ -191,7 +194,7 @@ def relative_change(lm: LoadedModel, e: Edit) -> dict[int, float]:
     params = [dict(block.named_parameters()) for block in lm.blocks]
 
     def original(layer: int, name: str) -> torch.Tensor:
-        return params[layer][name].detach()
+        return offload.read(lm.blocks[layer], name)
 
     names = [n for n in tensor_names(lm.blocks[e.layers[0]], e.group or "all")
              if _is_matrix(n, params[e.layers[0]][n])]
@@ -242,7 +245,7 @@ def applied(lm: LoadedModel, e: Edit | None) -> Iterator[LoadedModel]:
     handles = []
 
     def original(layer: int, name: str) -> torch.Tensor:  # nothing is written before all are read
-        return params[layer][name].detach()
+        return offload.read(lm.blocks[layer], name)  # resident, or from the offload store
 
     with torch.no_grad():
         if e.kind == "skip":
@@ -265,17 +268,18 @@ def applied(lm: LoadedModel, e: Edit | None) -> Iterator[LoadedModel]:
             if value.shape != p.shape:
                 raise EditError(f"layer {l} {n}: new value {tuple(value.shape)} does not "
                                 f"match {tuple(p.shape)}")
-            saved[(l, n)] = p.detach().clone()
+            saved[(l, n)] = original(l, n).clone()
     _ACTIVE[lm.model] = e
+    tokens: dict[tuple[int, str], torch.Tensor | None] = {}
     try:
-        with torch.no_grad():
-            for (l, n), value in new.items():
-                params[l][n].copy_(value.to(params[l][n].dtype))
+        # offloaded weights (device_map with CPU/disk offload) are written through the offload
+        # store: an in-place copy into their meta tensors would silently change nothing
+        for (l, n), value in new.items():
+            tokens[(l, n)] = offload.write(lm.blocks[l], n, value)
         yield lm
     finally:
-        with torch.no_grad():
-            for (l, n), value in saved.items():
-                params[l][n].copy_(value)
+        for (l, n), token in tokens.items():
+            offload.restore(lm.blocks[l], n, saved[(l, n)], token)
         for h in handles:
             h.remove()
         del _ACTIVE[lm.model]

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from layerlab import offload
 from layerlab.anatomy import edits
 from layerlab.models import LoadedModel
 
@@ -30,18 +31,82 @@ LLAMA_TYPES = {
 MATRIX_TYPES = ("q", "k", "v", "o", "gate", "up", "down")
 
 
+# The same nine roles in other block stacks. "name[part]" is one part of a fused projection
+# (GPT-2's c_attn, GPT-NeoX's query_key_value, Phi-3's qkv_proj and gate_up_proj), cut out in
+# the [out, in] orientation; GPT-2's Conv1D weights are stored [in, out], and every statistic
+# here is element-wise (correlations, Gram matrices, singular values), hence the same either way.
+OTHER_TYPES: dict[str, dict[str, str]] = {
+    "gpt2": {
+        "q": "attn.c_attn.weight[q]", "k": "attn.c_attn.weight[k]", "v": "attn.c_attn.weight[v]",
+        "o": "attn.c_proj.weight", "up": "mlp.c_fc.weight", "down": "mlp.c_proj.weight",
+        "attn_norm": "ln_1.weight", "mlp_norm": "ln_2.weight"},
+    "gpt_neox": {
+        "q": "attention.query_key_value.weight[q]", "k": "attention.query_key_value.weight[k]",
+        "v": "attention.query_key_value.weight[v]", "o": "attention.dense.weight",
+        "up": "mlp.dense_h_to_4h.weight", "down": "mlp.dense_4h_to_h.weight",
+        "attn_norm": "input_layernorm.weight", "mlp_norm": "post_attention_layernorm.weight"},
+    "phi3": {
+        "q": "self_attn.qkv_proj.weight[q]", "k": "self_attn.qkv_proj.weight[k]",
+        "v": "self_attn.qkv_proj.weight[v]", "o": "self_attn.o_proj.weight",
+        "gate": "mlp.gate_up_proj.weight[gate]", "up": "mlp.gate_up_proj.weight[up]",
+        "down": "mlp.down_proj.weight",
+        "attn_norm": "input_layernorm.weight", "mlp_norm": "post_attention_layernorm.weight"},
+    "opt": {
+        "q": "self_attn.q_proj.weight", "k": "self_attn.k_proj.weight",
+        "v": "self_attn.v_proj.weight", "o": "self_attn.out_proj.weight",
+        "up": "fc1.weight", "down": "fc2.weight",
+        "attn_norm": "self_attn_layer_norm.weight", "mlp_norm": "final_layer_norm.weight"},
+}
+
+
+def _base(spec: str) -> tuple[str, str | None]:
+    name, _, part = spec.partition("[")
+    return name, (part.rstrip("]") or None)
+
+
 def tensor_types(lm: LoadedModel) -> dict[str, str]:
-    """Label → parameter name inside a block; Llama-style names, or every parameter otherwise."""
+    """Label → parameter name (or fused part) inside a block: Llama-style names, the same roles
+    in GPT-2 / GPT-NeoX / Phi-3 / OPT stacks, or every parameter otherwise."""
     names = {n for n, _ in lm.blocks[0].named_parameters()}
-    if set(LLAMA_TYPES.values()) <= names:
-        return dict(LLAMA_TYPES)
+    for table in (LLAMA_TYPES, *OTHER_TYPES.values()):
+        if {_base(spec)[0] for spec in table.values()} <= names:
+            return dict(table)
     return {n: n for n in sorted(names)}
 
 
 def stack(lm: LoadedModel, name: str) -> np.ndarray:
     """[L, n] float32: the flattened tensor `name` of every layer, in depth order."""
-    return np.stack([dict(b.named_parameters())[name].detach().float().cpu().reshape(-1).numpy()
-                     for b in lm.blocks])
+    return np.stack([value(b, name).float().cpu().reshape(-1).numpy() for b in lm.blocks])
+
+
+def value(block: torch.nn.Module, name: str) -> torch.Tensor:
+    """Parameter `name` of `block`, detached; read from the offload store when the block is
+    offloaded (`device_map` with CPU or disk offload), where the parameter itself is `meta`.
+    `name[part]` cuts one projection out of a fused one, as [out, in]."""
+    base, part = _base(name)
+    w = offload.read(block, base)
+    return w if part is None else fused_part(block, base, part, w)
+
+
+def fused_part(block: torch.nn.Module, name: str, part: str, w: torch.Tensor) -> torch.Tensor:
+    """One projection of a fused weight, [out, in]; the layouts are those of transformers'
+    forward passes (GPT-NeoX interleaves q, k, v per head; Phi-3 concatenates with GQA sizes)."""
+    module_path = name.rpartition(".")[0]
+    owner = block.get_submodule(module_path.rpartition(".")[0]) if "." in module_path else block
+    leaf = module_path.rpartition(".")[2]
+    if leaf == "c_attn":  # GPT-2 Conv1D, [in, 3d]: q | k | v columns
+        return w.T.chunk(3, dim=0)["qkv".index(part)]
+    if leaf == "query_key_value":  # [heads · (q, k, v) · head_size, in]
+        hs = int(owner.head_size)
+        return w.reshape(-1, 3, hs, w.shape[-1])[:, "qkv".index(part)].reshape(-1, w.shape[-1])
+    if leaf == "qkv_proj":  # Phi-3: q | k | v rows, k and v with the key-value heads
+        hd, cfg = int(owner.head_dim), owner.config
+        sizes = [cfg.num_attention_heads * hd, cfg.num_key_value_heads * hd,
+                 cfg.num_key_value_heads * hd]
+        return w.split(sizes, dim=0)["qkv".index(part)]
+    if leaf == "gate_up_proj":  # Phi-3: gate | up rows
+        return w.chunk(2, dim=0)[("gate", "up").index(part)]
+    raise KeyError(f"no known layout for the fused tensor {name}")
 
 
 # -- delta correlation and its null -----------------------------------------------------------
@@ -149,7 +214,8 @@ class Gram:
         sse = self.dot(r, r)
         ones = self.e(self.layers)
         sst = self.dot(y, y) - self.dot(y, ones) ** 2 / self.n
-        cos = self.dot(c, y) / np.sqrt(max(self.dot(c, c), 1e-300) * max(self.dot(y, y), 1e-300))
+        with np.errstate(invalid="ignore", divide="ignore"):  # a constant layer: NaN, no warning
+            cos = self.dot(c, y) / np.sqrt(max(self.dot(c, c), 1e-300) * max(self.dot(y, y), 1e-300))
         r2 = 1 - sse / sst if sst > 0 else float("nan")  # a constant layer has nothing to explain
         return {"r2": r2, "cosine": cos, "sse": sse}
 
@@ -310,7 +376,7 @@ def controls(lm: LoadedModel, name: str, init_std: float, seed: int = 0) -> dict
     layers in shuffled order, i.i.d. Gaussian layers with each real layer's mean and std, and what
     an untrained model of the same config holds."""
     real = stack(lm, name)
-    shape = tuple(dict(lm.blocks[0].named_parameters())[name].shape)
+    shape = tuple(value(lm.blocks[0], name).shape)
     return {
         "real": real,
         "shuffled order": shuffled(real, seed),
@@ -322,6 +388,9 @@ def controls(lm: LoadedModel, name: str, init_std: float, seed: int = 0) -> dict
 
 def replace_edit(lm: LoadedModel, values: dict[int, dict[str, np.ndarray]]) -> edits.Edit:
     """An edit that writes the given flattened tensors (reshaped to the parameters) into layers."""
+    fused = [n for tensors in values.values() for n in tensors if "[" in n]
+    if fused:  # a part of a fused projection would need its siblings written back with it
+        raise ValueError(f"replace_edit writes whole parameters; {fused[0]} is part of a fused one")
     shaped = {}
     for l, tensors in values.items():
         params = dict(lm.blocks[l].named_parameters())
