@@ -249,7 +249,8 @@ def test_local_slopes_and_converging():
 
 
 # --- one producing function per claim id ------------------------------------------------------
-def test_each_p1_claim_id_is_produced_by_exactly_one_function():
+def _claim_owners() -> dict[str, list[str]]:
+    """Claim id -> the functions that build a `Claim` with it (positional or keyword id)."""
     src = Path(__file__).resolve().parents[1] / "src" / "layerlab"
     owners: dict[str, list[str]] = {}
     for path in src.rglob("*.py"):
@@ -258,9 +259,17 @@ def test_each_p1_claim_id_is_produced_by_exactly_one_function():
             if not isinstance(fn, ast.FunctionDef):
                 continue
             for node in ast.walk(fn):
-                if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Claim"
-                        and node.args and isinstance(node.args[0], ast.Constant)):
-                    owners.setdefault(node.args[0].value, []).append(f"{path.name}:{fn.name}")
-    p1 = {k: v for k, v in owners.items() if k.startswith("P1-")}
-    assert len(p1) >= 17
-    assert {k: v for k, v in p1.items() if len(v) != 1} == {}
+                if not (isinstance(node, ast.Call) and "Claim" in (
+                        getattr(node.func, "id", None), getattr(node.func, "attr", None))):
+                    continue
+                ids = [k.value for k in node.keywords if k.arg == "id"] or node.args[:1]
+                if ids and isinstance(ids[0], ast.Constant):
+                    owners.setdefault(ids[0].value, []).append(f"{path.name}:{fn.name}")
+    return owners
+
+
+@pytest.mark.parametrize("prefix", ["P1-", "P2-"])
+def test_each_claim_id_is_produced_by_exactly_one_function(prefix):
+    ids = {k: v for k, v in _claim_owners().items() if k.startswith(prefix)}
+    assert len(ids) >= 17
+    assert {k: v for k, v in ids.items() if len(v) != 1} == {}

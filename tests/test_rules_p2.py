@@ -4,9 +4,6 @@ producing function per P2 claim id. Chapter 08's and 09's rules are tested besid
 
 from __future__ import annotations
 
-import ast
-from pathlib import Path
-
 import pandas as pd
 
 from layerlab import claims
@@ -153,25 +150,3 @@ def test_growth_rules_read_seed_intervals():
     assert growth.cost_rule(_finals([0.1] * 3, [0.6] * 3)) == REPRODUCED  # 54 % of FLOPs saved
     assert growth.faster_rule(_finals([0.1] * 3, [0.6] * 3)) == REPRODUCED
     assert growth.faster_rule(_finals([0.1] * 3, [0.6] * 3, seconds=(1.0, 1.3))) == NOT_REPRODUCED
-
-
-# --- one producing function per claim id -----------------------------------------------------------
-def test_each_p2_claim_id_is_produced_by_exactly_one_function():
-    src = Path(__file__).resolve().parents[1] / "src" / "layerlab"
-    owners: dict[str, list[str]] = {}
-    for path in src.rglob("*.py"):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for fn in ast.walk(tree):
-            if not isinstance(fn, ast.FunctionDef):
-                continue
-            for node in ast.walk(fn):
-                if not (isinstance(node, ast.Call) and
-                        (getattr(node.func, "id", None) == "Claim"
-                         or getattr(node.func, "attr", None) == "Claim")):
-                    continue
-                ids = [k.value for k in node.keywords if k.arg == "id"]
-                if ids and isinstance(ids[0], ast.Constant):
-                    owners.setdefault(ids[0].value, []).append(f"{path.name}:{fn.name}")
-    p2 = {k: v for k, v in owners.items() if k.startswith("P2-")}
-    assert len(p2) >= 17
-    assert {k: v for k, v in p2.items() if len(v) != 1} == {}

@@ -36,7 +36,7 @@ def measure(lab: Lab) -> dict[str, Any]:
     types = w.tensor_types(lm)
     rows, preds = [], []
     for label, name in types.items():
-        is_norm = dict(lm.blocks[0].named_parameters())[name].ndim == 1
+        is_norm = w.value(lm.blocks[0], name).ndim == 1
         for kind, s in w.controls(lm, name, lab.cfg.init_std).items():
             dc = w.delta_correlation(s)
             rows += [{"type": label, "stack": kind, "pair": l, "delta_corr": float(v)}
@@ -89,7 +89,7 @@ def invariant_products(lm) -> dict[str, np.ndarray]:
     out: dict[str, list[np.ndarray]] = {"MLP down·up": [], "MLP down·gate": [],
                                         "attention OV": [], "attention QK": []}
     for b in lm.blocks:
-        p = {n: t.detach().double().cpu() for n, t in b.named_parameters()}
+        p = {n: w.value(b, n).double().cpu() for n, _ in b.named_parameters()}
         get = {label: p[name] for label, name in w.LLAMA_TYPES.items() if name in p}
         out["MLP down·up"].append((get["down"] @ get["up"]).reshape(-1).numpy())
         out["MLP down·gate"].append((get["down"] @ get["gate"]).reshape(-1).numpy())
@@ -114,7 +114,7 @@ def aligned_mlp(lm, order: list[int] | None = None) -> dict[str, np.ndarray]:
 
     names = {t: w.LLAMA_TYPES[t] for t in ("gate", "up", "down")}
     blocks = [lm.blocks[i] for i in (order or range(len(lm.blocks)))]
-    mats = [{t: dict(b.named_parameters())[n].detach().double().cpu().numpy()
+    mats = [{t: w.value(b, n).double().cpu().numpy()
              for t, n in names.items()} for b in blocks]
 
     def features(m: dict[str, np.ndarray]) -> np.ndarray:

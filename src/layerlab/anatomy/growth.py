@@ -19,6 +19,7 @@ Used by chapter 10 (and the deviations page).
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,12 +37,33 @@ if TYPE_CHECKING:
 
 
 # -- the model -------------------------------------------------------------------------------------
+TOKENIZER_ENV = "LAYERLAB_TOKENIZER_SMOLLM2"
+
+
 def tokenizer_for(cfg: GrowthConfig):
+    """The growth model's tokenizer: bytes, or SmolLM2's -- from the folder named by
+    $LAYERLAB_TOKENIZER_SMOLLM2 when set (what `make gpu-run` carries to a GPU machine, which
+    has no GGUF), else from the offline model's GGUF."""
     if cfg.tokenizer == "byte":
         return models.byte_tokenizer()
     if cfg.tokenizer == "smollm2":
+        folder = os.environ.get(TOKENIZER_ENV)
+        if folder:
+            from transformers import AutoTokenizer
+
+            if not Path(folder, "tokenizer.json").is_file():
+                raise FileNotFoundError(f"${TOKENIZER_ENV}={folder} holds no tokenizer.json; "
+                                        "write one with `make gpu-prepare`")
+            return AutoTokenizer.from_pretrained(folder)
         return models.load("smollm2-135m-instruct-q4").tokenizer
     raise ValueError(f"unknown tokenizer {cfg.tokenizer!r}: 'smollm2' or 'byte'")
+
+
+def save_tokenizer(folder: Path) -> Path:
+    """SmolLM2's tokenizer files (from the offline GGUF) into `folder`, for a machine without it."""
+    tok = models.load("smollm2-135m-instruct-q4").tokenizer
+    tok.save_pretrained(str(folder))
+    return Path(folder)
 
 
 def build(cfg: GrowthConfig, vocab: int, layers: int | None = None, seed_offset: int = 0):

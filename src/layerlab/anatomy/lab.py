@@ -6,8 +6,6 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Any
 
-import torch
-
 from layerlab import models, results
 from layerlab.anatomy import evalsets
 from layerlab.anatomy.evaluator import Evaluator, Scores
@@ -40,7 +38,7 @@ class Lab:
 
     @cached_property
     def lm(self) -> models.LoadedModel:
-        dtype = getattr(torch, self.cfg.torch_dtype)
+        dtype = models.resolve_dtype(self.cfg.torch_dtype)
         if self.model_name.startswith("tiny-"):
             return models.load_tiny(self.model_name, layers=self.cfg.tiny_layers)
         return models.load(self.model_name, dtype=dtype, device=models.default_device())

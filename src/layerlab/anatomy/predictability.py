@@ -63,7 +63,7 @@ def measure_descriptors(lab: Lab) -> list[dict[str, Any]]:
     """§5.2 P3: forward-split R² of permutation-invariant descriptors of each matrix type."""
     rows = []
     for label, name in w.tensor_types(lab.lm).items():
-        mats = [dict(b.named_parameters())[name].detach().float().cpu() for b in lab.lm.blocks]
+        mats = [w.value(b, name).float().cpu() for b in lab.lm.blocks]
         if mats[0].ndim != 2:
             continue
         per_layer = [w.descriptors(m) for m in mats]
@@ -86,7 +86,7 @@ def measure_descriptor_nulls(lab: Lab) -> list[dict[str, Any]]:
     rows = []
     gen = torch.Generator().manual_seed(0)
     for label, name in w.tensor_types(lab.lm).items():
-        mats = [dict(b.named_parameters())[name].detach().float().cpu() for b in lab.lm.blocks]
+        mats = [w.value(b, name).float().cpu() for b in lab.lm.blocks]
         if mats[0].ndim != 2:
             continue
         real = [w.descriptors(m) for m in mats]
@@ -116,7 +116,7 @@ def prediction_vs_mean(lab: Lab, alpha: float) -> pd.DataFrame:
     mean = substitutes(lab, layers[:1], "mean of training layers", alpha)[layers[0]]
     rows = []
     for l in layers:
-        real = {n: dict(lab.lm.blocks[l].named_parameters())[n].detach().float().cpu().reshape(-1).numpy()
+        real = {n: w.value(lab.lm.blocks[l], n).float().cpu().reshape(-1).numpy()
                 for n in pred[l]}
 
         def dist(a: dict, b: dict) -> float:
