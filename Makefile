@@ -4,6 +4,9 @@
 #   make execute PROFILE=cpu      re-run chapters and write their outputs (NB=00 for one chapter)
 #   make check-outputs            committed pages == a fresh cache-only run of every chapter
 #   make gpu-dry                  every chapter with the gpu settings, shrunk, on CPU
+#   make gpu-prepare              write what a GPU machine needs beside the tree into .gpu/
+#   make gpu-run [BUDGET=540]     on the GPU machine: the hub-free gpu experiments, packed
+#                                 into $$OUT (DRY=1: the same program on CPU, every size shrunk)
 #   make bench                    benchmarks, written to benchmarks/out/
 
 PYTHON  ?= python3
@@ -14,7 +17,7 @@ PROFILE ?= cpu
 NB      ?=
 BROWSER_ASSETS := tests/browser/node_modules/.package-lock.json
 
-.PHONY: install book test test-fast lint execute check-outputs gpu-dry sync bench lock clean
+.PHONY: install book test test-fast lint execute check-outputs gpu-dry gpu-prepare gpu-run sync bench lock clean
 
 install: $(STAMP)
 
@@ -61,6 +64,26 @@ check-outputs: install
 
 gpu-dry: install
 	OMP_NUM_THREADS=1 LAYERLAB_THREADS=1 $(BIN)/python -m layerlab.book.dryrun $(NB)
+
+# SmolLM2's tokenizer files (from the offline GGUF) for growth at the paper's scale: the GPU
+# machine has no GGUF, so they travel in .gpu/ (git-ignored; name it in the device tool's carry).
+gpu-prepare: install
+	$(BIN)/python -c "from layerlab.anatomy import growth; growth.save_tokenizer('.gpu/tokenizer-smollm2')"
+
+# The GPU machine has no .venv and no network: its own python3 with torch, transformers,
+# tokenizers, pandas and tqdm preinstalled, this tree on PYTHONPATH. Then, here:
+#   layerlab results import <files_at>/gpu-results.tar.gz
+BUDGET ?= 540
+OUT    ?= _build/gpu-run
+ifeq ($(DRY),1)
+gpu-run: install
+	OMP_NUM_THREADS=1 LAYERLAB_THREADS=1 HF_HUB_OFFLINE=1 $(BIN)/python -m layerlab.book.gpurun --dry \
+	  --budget $(BUDGET) --out $(OUT)
+else
+gpu-run:
+	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 PYTHONPATH=src python3 -m layerlab.book.gpurun \
+	  --budget $(BUDGET) --out $(OUT) --tokenizer .gpu/tokenizer-smollm2
+endif
 
 # Write the Colab setup cell (layerlab/book/colab.py) into every chapter, then refresh the .ipynb
 # inputs from the edited .py twins without executing (outputs kept).

@@ -55,6 +55,15 @@ if "google.colab" in sys.modules:
     sys.path.insert(0, f"{repo}/src")
     os.chdir(f"{repo}/notebooks")
 
+# %% [markdown]
+# **Tiers.** The committed pages ran on the `cpu` tier; on a GPU the same notebook picks `colab`
+# or `gpu` from the GPU's memory (`LAYERLAB_PROFILE` overrides). What each tier runs here:
+
+# %%
+from layerlab.book import tiers
+
+tiers.table("03")
+
 # %%
 import pandas as pd
 

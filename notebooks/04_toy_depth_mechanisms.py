@@ -37,7 +37,10 @@
 # blocks (2–32 for the sweeps the claims lean on), batch 256, 12k steps, 3 temperatures, two
 # teacher seeds at T = 1 and for MSE; the `gpu` profile runs the paper's grid (students 6–48,
 # 16 temperatures × 3 teacher seeds, 40k–80k steps). All students of a sweep train together on
-# the same batches with one teacher pass, and each student's result is stored on its own.
+# the same batches with one teacher pass, and each student's result is stored on its own. The
+# sweeps themselves train as one batched program (`layerlab.depth.toygrid`: the students of one
+# depth across sweeps in one matrix product per layer, one teacher pass per teacher and seed),
+# which ends where training them one by one ends (tested to float32 rounding).
 
 # %% tags=["remove-cell"]
 # Colab setup (hidden on the site; written by `make sync` from layerlab/book/colab.py): clone the
@@ -56,6 +59,15 @@ if "google.colab" in sys.modules:
     subprocess.run([*pip, "-e", repo], check=True)
     sys.path.insert(0, f"{repo}/src")
     os.chdir(f"{repo}/notebooks")
+
+# %% [markdown]
+# **Tiers.** The committed pages ran on the `cpu` tier; on a GPU the same notebook picks `colab`
+# or `gpu` from the GPU's memory (`LAYERLAB_PROFILE` overrides). What each tier runs here:
+
+# %%
+from layerlab.book import tiers
+
+tiers.table("04")
 
 # %%
 import pandas as pd

@@ -9,9 +9,7 @@ no marks, or a Vega warning in the console, fails it too.
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import subprocess
 import sys
 from html.parser import HTMLParser
@@ -25,8 +23,6 @@ pytestmark = pytest.mark.book
 ROOT = Path(__file__).resolve().parents[1]
 NODE = ROOT / "tests" / "browser" / "node_modules"
 ORIGIN = "http://layerlab.test/"
-# Debian's chromium here and in .ci/run; GitHub's runners have Google Chrome (tests.yml)
-CHROMIUM = os.environ.get("LAYERLAB_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 ALLOWED_PAGE_ERRORS = ("THEBE_JS_URL",)  # sphinx-thebe declares it twice in JB1; harmless
 
 
@@ -76,29 +72,6 @@ def test_colab_buttons_open_the_top_level_notebooks(built_site):
         expected = f"https://colab.research.google.com/github/{repo}/blob/main/{doc}.ipynb"
         assert expected in html, f"{doc}: no Colab link to {expected}"
         assert (ROOT / f"{doc}.ipynb").is_file()
-
-
-def _browser_available() -> bool:
-    return Path(CHROMIUM).exists() and (NODE / "vega").is_dir()
-
-
-@pytest.fixture(scope="session")
-def browser():
-    if not _browser_available():
-        message = "needs Debian chromium and `npm ci --prefix tests/browser` (make test does the npm part)"
-        if os.environ.get("LAYERLAB_REQUIRE_BROWSER") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run"],
-        )
-        yield browser
-        browser.close()
 
 
 def _route(site: Path, refused: list[str]):

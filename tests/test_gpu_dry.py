@@ -6,7 +6,7 @@ parquet file (layerlab.book.dryrun). Nothing touches the committed notebooks or 
 
 import pytest
 
-from layerlab import profiles
+from layerlab import cli, profiles
 from layerlab.book import dryrun
 
 pytestmark = pytest.mark.gpu_dry
@@ -46,4 +46,4 @@ def test_fineweb_stand_in_streams_through_datasets(tmp_path, monkeypatch):
 
 def test_every_chapter_runs_with_the_shrunk_gpu_settings(tmp_path):
     times = dryrun.run(workdir=tmp_path)
-    assert len(times) == 12
+    assert sorted(times) == [py.stem for py in cli._notebooks([])]  # every chapter

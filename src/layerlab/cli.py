@@ -1,4 +1,5 @@
 """Command line: `layerlab execute` runs chapters top to bottom and writes their outputs;
+`layerlab report MODEL` runs both papers' diagnostics on one model and writes one page;
 `layerlab models` lists the zoo; `layerlab fetch` converts the offline models once."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from layerlab import paths
+from layerlab import paths, profiles
 
 
 @contextmanager
@@ -107,6 +108,22 @@ def refuse_dirty_results(profile: str, *, force: bool = False) -> None:
             "LAYERLAB_RESULTS to a scratch folder.")
 
 
+def report_command(args: argparse.Namespace) -> int:
+    """`layerlab report`: errors in the input end with a one-line message and status 2."""
+    from layerlab import models
+    from layerlab.report import ReportError, build
+    from layerlab.results import slug
+
+    out = args.out or Path("reports") / slug(Path(args.model).name or args.model)
+    try:
+        build(args.model, out, mode=args.mode or "quick", text_path=args.text, dtype=args.dtype,
+              device=args.device, device_map=args.device_map, progress=not args.no_progress)
+    except (ReportError, models.ModelError) as err:
+        print(f"layerlab report: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="layerlab")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -122,13 +139,37 @@ def main(argv: list[str] | None = None) -> int:
     cache.add_argument("action", choices=["status"])
     cache.add_argument("--profile", default="cpu")
     cache.add_argument("--list", action="store_true", help="list every dirty or stale record")
+    res = sub.add_parser("results", help="bring records computed elsewhere into results/")
+    res.add_argument("action", choices=["import"])
+    res.add_argument("archives", nargs="+", type=Path,
+                     help="gpu-results.tar.gz files written by `make gpu-run`")
+    res.add_argument("--allow-cpu", action="store_true",
+                     help="accept records computed on a CPU (the dry run's archives)")
+    res.add_argument("--root", type=Path, default=None, help="results folder (default: results/)")
+    rep = sub.add_parser("report", help="both papers' diagnostics on one model, as one page")
+    rep.add_argument("model", help="a zoo name (layerlab models), a hub id or a local folder")
+    rep.add_argument("--text", default=None,
+                     help="UTF-8 text file to evaluate on (default: the vendored held-out text)")
+    size = rep.add_mutually_exclusive_group()
+    size.add_argument("--quick", dest="mode", action="store_const", const="quick",
+                      help="2k evaluation tokens, 4k tokens of windows (default)")
+    size.add_argument("--full", dest="mode", action="store_const", const="full",
+                      help="20k evaluation tokens, 64k tokens of windows")
+    rep.add_argument("--dtype", default="float32", help="float32 (default), bfloat16 or float16")
+    rep.add_argument("--device", default=None, help="cpu, cuda, cuda:1 … (default: where it loads)")
+    rep.add_argument("--device-map", default=None,
+                     help="'auto': spread a model too large for one device (accelerate)")
+    rep.add_argument("--out", type=Path, default=None,
+                     help="folder for report.html, report.json and the step cache "
+                          "(default: reports/<model>)")
+    rep.add_argument("--no-progress", action="store_true", help="no progress bars or messages")
     fetch = sub.add_parser("fetch", help="convert the offline GGUF models into the cache")
     fetch.add_argument("names", nargs="*", default=["smollm2-135m-instruct-q4"])
     args = parser.parse_args(argv)
 
     if args.command == "execute":
         refuse_dirty_results(args.profile, force=args.force)
-        if args.profile != "gpu":  # offline profiles must never reach for the hub
+        if args.profile not in profiles.ONLINE:  # offline profiles must never reach for the hub
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
         for py in _notebooks(args.notebooks):
@@ -143,6 +184,14 @@ def main(argv: list[str] | None = None) -> int:
         print("plus any local folder from save_pretrained or hub id 'org/name'")
     elif args.command == "cache":
         return cache_status(args.profile, show=args.list)
+    elif args.command == "results":
+        from layerlab import results
+
+        for archive in args.archives:
+            written = results.import_archive(archive, args.root, allow_cpu=args.allow_cpu)
+            print(f"{archive}: {len(written)} records into results/gpu/")
+    elif args.command == "report":
+        return report_command(args)
     elif args.command == "fetch":
         from layerlab import models
 

@@ -18,6 +18,8 @@ from layerlab import paper
 from layerlab.settings import (
     EXPERIMENT_SETTINGS,
     MAP_METHODS,
+    REPORT_FULL,
+    REPORT_QUICK,
     AnatomySettings,
     DepthScalingSettings,
     FamilySettings,
@@ -26,6 +28,7 @@ from layerlab.settings import (
     GrowthSettings,
     GrowthTuning,
     RecoveryConfig,
+    ReportsSettings,
     ToySettings,
     TracingSettings,
 )
@@ -47,6 +50,7 @@ class Profile:
     toy: ToySettings
     anatomy: AnatomySettings
     growth: GrowthSettings
+    reports: ReportsSettings
     dry: bool = False  # sizes shrunk by `shrunk()` (the gpu dry run)
 
     def config(self) -> dict[str, Any]:
@@ -101,11 +105,16 @@ CPU_ANATOMY = AnatomySettings(
     alphas=(0.5, 0.8, 0.9, 0.95, 1.05, 1.1), generate_tokens=40,
     single_sets=("E0",),  # each strategy on each layer alone: E0 on 2 cores, both on a GPU
     init_std=0.041667,  # SmolLM2's initializer_range (its config.json; the GGUF drops it)
-    # §13's reduced recovery: the paper's slow and fast layers, an input and an output layer,
-    # σ = 0.5 (the paper's 50 % noise), only the damaged layer trains
+    # Recovery (§8) on 14 of the 30 layers: every one the paper names (8, 11, 14, 17), the rest
+    # of the core (9, 10) and a spread from input to output; σ = 0.5 (the paper's 50 % noise), only
+    # the damaged layer trains, 300 steps, PPL on E1's first 2,048 tokens every 20 steps; the
+    # fixed-σ runs of the named layers repeat with a second seed. Batches of 2 x 64 tokens keep it
+    # to a few CPU hours (AdamW moves each weight ~lr per step whatever the batch).
     recovery=RecoveryConfig(
-        layers=tuple(sorted({1, *paper.P2_SLOW_RECOVERY, *paper.P2_FAST_RECOVERY, 25})),
-        sigma=0.5, steps=100, eval_every=10, lr=1e-4, batch_size=4, seq_len=64),
+        layers=(1, 2, 4, 6, 8, 9, 10, 11, 14, 17, 20, 23, 25, 28),
+        sigma=0.5, steps=300, eval_every=20, lr=1e-4, batch_size=2, seq_len=64,
+        eval_set="E1", eval_tokens=2048, seeds=(0, 1),
+        seeded_layers=(*paper.P2_SLOW_RECOVERY.value, *paper.P2_FAST_RECOVERY.value)),
 )
 
 # The paper's grid (App. C): 16 temperatures x 3 teacher replicates x 2 teacher types with a
@@ -161,6 +170,8 @@ PROFILES: dict[str, Profile] = {
                                 checkpoint_every=6, tokenizer="byte", memorise_tokens=512),
             regimes=("memorise",), seeds=(0,),
             tuning=GrowthTuning(sizes=(256, 1024), lrs=(1e-3, 3e-3), seeds=(1,))),
+        reports=ReportsSettings(models=("tiny-llama", "tiny-gemma3", "family:4:0"),
+                                report=REPORT_QUICK.shrunk()),
     ),
     "cpu": Profile(
         name="cpu",
@@ -201,6 +212,9 @@ PROFILES: dict[str, Profile] = {
             # the paper's regime (uniform near its 0.599): memorised sets of 8-64 k bytes
             # searched, lr per arm from {3e-4, 1e-3, 3e-3} on seed 0, verdict on seeds 1-3
             tuning=GrowthTuning(sizes=(8192, 16_384, 32_768, 65_536))),
+        # the two offline LLMs and the deepest member of chapter 02's family (seed 0)
+        reports=ReportsSettings(models=("smollm2-135m-instruct-q4", "gemma-3-270m-q4",
+                                        "family:16:0"), report=REPORT_QUICK),
     ),
     "gpu": Profile(
         name="gpu",
@@ -253,22 +267,79 @@ PROFILES: dict[str, Profile] = {
             model="HuggingFaceTB/SmolLM2-135M", e1_source="fineweb", e1_tokens=100_000,
             batch_tokens=8192, map_methods={"E0": MAP_METHODS, "E1": MAP_METHODS},
             single_sets=("E0", "E1"),
-            recovery=RecoveryConfig(layers=tuple(range(30)), sigma=0.5, steps=200,
-                                    eval_every=10, lr=1e-4, batch_size=8, seq_len=128)),
+            # every layer, 300 steps (the paper's slow layers need ~200), E1's first 4,096
+            # tokens, three seeds for the layers the paper names
+            recovery=RecoveryConfig(layers=tuple(range(30)), sigma=0.5, steps=300,
+                                    eval_every=10, lr=1e-4, batch_size=8, seq_len=128,
+                                    eval_set="E1", eval_tokens=4096, seeds=(0, 1, 2),
+                                    seeded_layers=(*paper.P2_SLOW_RECOVERY.value,
+                                                   *paper.P2_FAST_RECOVERY.value))),
         growth=GrowthSettings(
             config=GrowthConfig(seq_len=128, batch_size=32, uniform_steps=656, eval_every=41,
                                 checkpoint_every=82),
             regimes=("memorise", "natural"), seeds=(0, 1, 2, 3, 4),
             tuning=GrowthTuning(sizes=(16_384, 65_536, 262_144, 1_048_576))),
+        # P2's base checkpoint, Gemma-3-270M and a Pythia of similar size, at full size
+        reports=ReportsSettings(models=("HuggingFaceTB/SmolLM2-135M", "google/gemma-3-270m",
+                                        "EleutherAI/pythia-160m"), report=REPORT_FULL),
     ),
 }
 
 
+# --- the Colab tier --------------------------------------------------------------------------
+# One 15-24 GB GPU (a free T4 has 15 GB and no native bf16: models.resolve_dtype gives fp16
+# there), each chapter within ~30 minutes: the models that fit in half precision with their
+# activations (Pythia up to 2.8b, Qwen2.5 up to 1.5B, OPT up to 1.3b; research/gpu-bigmodels.md
+# §1), a quarter of P1's documents, the toy grid's 16 temperatures on one teacher seed at a
+# quarter of the steps, and fewer seeds elsewhere. The `gpu` profile is the paper tier.
+COLAB_MODELS = ("EleutherAI/pythia-70m", "EleutherAI/pythia-160m", "EleutherAI/pythia-410m",
+                "EleutherAI/pythia-1b", "EleutherAI/pythia-1.4b", "EleutherAI/pythia-2.8b",
+                "Qwen/Qwen2.5-0.5B", "Qwen/Qwen2.5-1.5B", "facebook/opt-125m", "facebook/opt-1.3b",
+                "HuggingFaceTB/SmolLM2-135M")
+COLAB_TOY_SWEEPS = {
+    **{name: {**over, "steps": 10_000} for name, over in GPU_TOY_SWEEPS.items()
+       if name.startswith("kl-") and name.endswith("-s0")},
+    **{f"mse-{t}-s0": {"objective": "mse", "teacher": t, "seed": 0, "steps": 20_000}
+       for t in ("independent", "tied")},
+}
+_GPU = PROFILES["gpu"]
+PROFILES["colab"] = dataclasses.replace(
+    _GPU,
+    name="colab",
+    description=("One 15-24 GB GPU (Colab's T4 or L4), each chapter within ~30 minutes: the "
+                 "papers' models that fit in half precision, fewer documents, steps and seeds."),
+    family=_GPU.family.replace(depths=(2, 4, 8, 16, 32), steps=2000, seeds=(0, 1)),
+    geometry=_GPU.geometry.replace(
+        documents=1200, profiles=10_000, device_map=None, models=COLAB_MODELS,
+        control_models=tuple(m for m in _GPU.geometry.control_models if m in COLAB_MODELS),
+        context_tokens=32_768, lens_tokens=8192),
+    tracing=_GPU.tracing.replace(models=tuple(m for m in _GPU.tracing.models
+                                              if m in COLAB_MODELS)),
+    toy=_GPU.toy.replace(steps=10_000, eval_every=1000, signature_steps=20_000,
+                         sweeps=COLAB_TOY_SWEEPS),
+    anatomy=_GPU.anatomy.replace(e1_tokens=20_000, recovery=_GPU.anatomy.recovery.replace(
+        layers=CPU_ANATOMY.recovery.layers, seeds=(0, 1))),
+    growth=_GPU.growth.replace(seeds=(0, 1, 2), tuning=_GPU.growth.tuning.replace(
+        sizes=(16_384, 65_536))),
+)
+
+# the profiles that read the hub and FineWeb (the others are offline)
+ONLINE = ("gpu", "colab")
+
+# the paper tier needs an 80 GB-class GPU (Pythia-12b in bf16 with its activations) or several
+PAPER_TIER_GIB = 60
+
+
 def default_name() -> str:
-    """`gpu` when CUDA is available, `cpu` otherwise."""
+    """The machine's tier: `cpu` without CUDA; `gpu` (the papers' settings) when the GPUs hold
+    at least PAPER_TIER_GIB together; `colab` on a smaller GPU. `$LAYERLAB_PROFILE` overrides."""
     import torch
 
-    return "gpu" if torch.cuda.is_available() else "cpu"
+    if not torch.cuda.is_available():
+        return "cpu"
+    total = sum(torch.cuda.get_device_properties(i).total_memory
+                for i in range(torch.cuda.device_count()))
+    return "gpu" if total >= PAPER_TIER_GIB * 2**30 else "colab"
 
 
 def get(name: str | None = None) -> Profile:

@@ -64,6 +64,10 @@ def collect(profile: str | None = None, **extra: Any) -> dict[str, Any]:
         "git_commit": git_commit(),
         "date_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
     }
+    import torch
+
+    if torch.cuda.is_available():  # the GPU's CUDA runtime (absent from CPU records)
+        record["cuda"] = torch.version.cuda
     record.update(extra)
     return record
 

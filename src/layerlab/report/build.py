@@ -1,0 +1,179 @@
+"""`build(model, out)`: load, measure step by step (each stored in `out/cache/` when it
+finishes), judge, and write `report.html` and `report.json` last.
+
+Used by `layerlab report` and chapter 12.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import torch
+
+from layerlab import models, provenance, results
+from layerlab.anatomy.evaluator import Evaluator, Scores
+from layerlab.report import diagnostics as d
+from layerlab.report import rules, text
+from layerlab.report.text import ReportError
+from layerlab.settings import REPORT_FULL, REPORT_QUICK, ReportSettings
+
+__all__ = ["ReportError", "build", "settings_for"]
+
+
+def settings_for(mode: str) -> ReportSettings:
+    presets = {"quick": REPORT_QUICK, "full": REPORT_FULL}
+    if mode not in presets:
+        raise ReportError(f"unknown mode {mode!r}; use quick or full")
+    return presets[mode]
+
+
+def load_model(name: str, *, dtype: str = "float32", device: str | None = None,
+               device_map: str | None = None) -> models.LoadedModel:
+    """The model, with a causal-LM check: a folder of another kind of model gets a clear error."""
+    try:
+        torch_dtype = models.resolve_dtype(dtype)
+    except AttributeError as err:
+        raise ReportError(f"unknown dtype {dtype!r}; use float32, bfloat16 or float16") from err
+    folder = Path(name).expanduser()
+    if folder.is_dir() and not (folder / "config.json").is_file():
+        raise ReportError(f"{name}: the folder has no config.json (write it with save_pretrained)")
+    try:
+        lm = models.load(name, dtype=torch_dtype, device=device, device_map=device_map)
+    except models.ModelNotAvailable as err:
+        if "Unrecognized configuration class" in str(err):
+            raise ReportError(
+                f"{name} is not a causal language model (AutoModelForCausalLM does not know its "
+                "configuration); the report needs a decoder that predicts the next token.") from err
+        raise
+    check_causal(lm)
+    return lm
+
+
+@torch.no_grad()
+def check_causal(lm: models.LoadedModel) -> None:
+    """Changing the last token must leave every earlier position's logits as they were: an
+    encoder loaded with an LM head (BERT answers AutoModelForCausalLM too) fails this."""
+    config = lm.model.config.get_text_config()
+    vocab = int(getattr(config, "vocab_size", 0) or 0)
+    if vocab < 3:
+        raise ReportError(f"{lm.name}: the configuration has no usable vocab_size")
+    ids = (torch.arange(8) * 7 + 1).remainder(vocab)[None]
+    changed = ids.clone()
+    changed[0, -1] = (changed[0, -1] + 1) % vocab
+    a = lm.model(input_ids=ids.to(lm.device), use_cache=False).logits[0, :-1].float()
+    b = lm.model(input_ids=changed.to(lm.device), use_cache=False).logits[0, :-1].float()
+    if not (torch.isfinite(a).all() and torch.isfinite(b).all()):
+        raise ReportError(
+            f"{lm.name}: the model's outputs hold NaN/inf values (an overflow in a low precision "
+            "dtype, or broken weights). Rerun with --dtype float32, or check the model.")
+    if not torch.allclose(a, b, rtol=1e-3, atol=1e-3 * (float(a.abs().max()) + 1e-6)):
+        raise ReportError(
+            f"{lm.name} is not a causal language model: its predictions at earlier positions "
+            "change when a later token changes (an encoder with an LM head?). The report needs a "
+            "decoder that predicts the next token from the past only.")
+
+
+def _key(lm: models.LoadedModel, txt: text.ReportText, cfg: ReportSettings, dtype: str,
+         *fields: str) -> dict[str, Any]:
+    """What a step's result depends on: the model (name and weights' fingerprint), the text,
+    the dtype and the settings the step reads."""
+    first = next(lm.model.parameters())
+    fingerprint = float(first.detach().float().flatten()[:1000].double().sum()) if not first.is_meta else 0.0
+    return {"model": lm.name, "layers": lm.n_layers, "params": lm.n_params,
+            "fingerprint": round(fingerprint, 6), "text": txt.sha, "dtype": dtype,
+            **{f: getattr(cfg, f) for f in fields}}
+
+
+def build(model: str, out: str | Path, *, mode: str = "quick", text_path: str | None = None,
+          dtype: str = "float32", device: str | None = None, device_map: str | None = None,
+          settings: ReportSettings | None = None, progress: bool = True,
+          label: str | None = None) -> dict[str, Any]:
+    """Run every diagnostic on `model` and write `out/report.html` and `out/report.json`
+    (`label`: the model's name on the page, e.g. for a local folder). Returns the report's data
+    (what report.json holds)."""
+    from layerlab.report import page
+
+    started = time.perf_counter()
+    cfg = requested = settings or settings_for(mode)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    cache = results.Cache("cache", root=out)
+    txt = text.load(text_path)
+
+    def say(msg: str) -> None:
+        if progress:
+            print(f"[layerlab report] {msg}", flush=True)
+
+    say(f"loading {model}")
+    lm = load_model(model, dtype=dtype, device=device, device_map=device_map)
+    if label:
+        lm.name = label
+    longest = getattr(lm.model.config.get_text_config(), "max_position_embeddings", None)
+    if isinstance(longest, int) and longest < cfg.seq_len:  # windows the model was built for
+        say(f"windows of {longest} tokens (the model's max_position_embeddings)")
+        cfg = cfg.replace(seq_len=longest, geometry_tokens=max(cfg.geometry_tokens, 2 * longest))
+    ev_set = text.eval_set(lm.tokenizer, txt, cfg)
+    blocks = text.windows(lm.tokenizer, txt, cfg, add_bos=lm.add_bos)
+    twin = models.untrained_twin(lm, seed=cfg.seed)
+    key = lambda *f: _key(lm, txt, cfg, dtype, *f)  # noqa: E731
+    geo_fields = ("geometry_tokens", "seq_len", "batch_size", "profiles", "seed")
+
+    say("P1: hidden-state geometry (model and untrained twin)")
+    geo = {name: cache.cached(f"report_geometry_{name}", key(*geo_fields),
+                              lambda m=m: d.geometry_of(m, blocks, cfg, progress=progress))
+           for name, m in (("trained", lm), ("untrained", twin))}
+    control = d.geometry_intervals(geo["trained"], geo["untrained"], cfg.bootstrap)
+    say("P1: last-block CE lens")
+    lens_fields = ("seq_len", "lens_windows", "batch_size", "geometry_tokens")
+    lens = {name: cache.cached(f"report_lens_{name}", key(*lens_fields),
+                               lambda m=m: d.lens_of(m, blocks, cfg))
+            for name, m in (("trained", lm), ("untrained", twin))}
+    say("P2: weight statistics")
+    weights = cache.cached("report_weights", key("ridge_alphas", "seed"),
+                           lambda: d.weight_statistics(lm, twin, cfg))
+    twin = None  # noqa: F841 - free the twin's memory before the long P2 evaluations
+
+    say(f"P2: importance map ({ev_set.predicted_tokens} tokens, 2 × {lm.n_layers} edits)")
+    ev_fields = ("eval_tokens", "eval_max_len", "min_eval_tokens", "batch_tokens")
+    ev = Evaluator(lm, ev_set, batch_tokens=cfg.batch_tokens)
+    base = Scores.from_dict(cache.cached("report_base", key(*ev_fields),
+                                         lambda: ev.base().to_dict()))
+    runs = d.importance_map(ev, d.importance_items(lm.n_layers), cache, key(*ev_fields), progress)
+    table = d.importance_table(runs, base, lm.n_layers, cfg)
+    layers = d.least_important(table, lm.n_layers, cfg.scale_layers)
+    say(f"P2: ×α sweep on L{layers}")
+    sweep = d.scaling_sweep(ev, base, layers, cfg, cache, key(*ev_fields, "alphas"), progress)
+
+    summary = [rules.edges(control, lm.n_layers), rules.weak_correlation(control),
+               rules.no_early_stopping(lens["trained"], lens["untrained"]),
+               rules.bulk_fraction(geo["trained"]["bulk"], geo["untrained"]["bulk"]),
+               rules.critical_core(table, lm.n_layers), rules.anti_layers(table, lm.n_layers),
+               rules.delta_correlation(weights), rules.ridge(weights, cfg.ridge_alphas),
+               rules.scaling(sweep, layers)]
+    report = {
+        "model": {**lm.summary(), "convention": models.last_hidden_convention(lm, blocks[:1])},
+        "settings": requested.key(), "settings_used": cfg.key(), "text": {"source": txt.source, "sha256_12": txt.sha,
+                                        "evaluation": ev_set.describe(),
+                                        "windows": [int(x) for x in blocks.shape]},
+        "provenance": provenance.collect("report") | {"seconds": time.perf_counter() - started},
+        "summary": summary,
+        "p1": {"per_layer": {k: g["per_layer"] for k, g in geo.items()},
+               "intervals": control.to_dict("records"),
+               "bulk": {k: g["bulk"] for k, g in geo.items()}, "lens": lens,
+               "tokens": geo["trained"]["tokens"]},
+        "p2": {"base_ppl": base.ppl, "importance": table.to_dict("records"),
+               "scaled_layers": layers, "scaling": sweep.to_dict("records"), "weights": weights},
+    }
+    report = json.loads(results.dumps(report))  # plain JSON types, NaN kept as NaN
+    results.atomic_write_text(out / "report.html", page.render(report))
+    results.atomic_write_text(out / "report.json", results.dumps(report))
+    say(f"wrote {out / 'report.html'} and report.json in {time.perf_counter() - started:.0f} s")
+    return report
+
+
+def summary_frame(report: dict[str, Any]) -> pd.DataFrame:
+    return pd.DataFrame(report["summary"])[["id", "finding", "paper", "this model", "verdict"]]

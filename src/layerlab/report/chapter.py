@@ -1,0 +1,194 @@
+"""Chapter 12 ("Your model"): the profile's reports side by side. Each report is
+`layerlab report` on one model, stored in `results/<profile>/reports/<model>/` (report.json and
+report.html are committed; the step cache beside them is not)."""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from layerlab import paths, results
+from layerlab.profiles import Profile
+
+FAMILY = "family:"
+
+
+def label(entry: str) -> str:
+    """The name a report goes by: a family member's depth and seed, or the model name."""
+    if entry.startswith(FAMILY):
+        depth, seed = entry[len(FAMILY):].split(":")
+        return f"family-d{depth}-s{seed}"
+    return entry
+
+
+def folder(profile: Profile, entry: str) -> Path:
+    return paths.results_dir() / profile.name / "reports" / results.slug(label(entry))
+
+
+def model_argument(profile: Profile, entry: str) -> str:
+    """What `build` loads: the entry itself, or a family member saved with save_pretrained."""
+    if not entry.startswith(FAMILY):
+        return entry
+    from layerlab.depth import family
+
+    depth, seed = (int(x) for x in entry[len(FAMILY):].split(":"))
+    cfg = family.config_for(profile)
+    target = paths.cache_dir() / "report-models" / results.config_hash(cfg.key()) / label(entry)
+    if not (target / "config.json").is_file():
+        lm = family.load_member(depth, cfg, seed)  # trains it first if it is not in the cache
+        tmp = target.with_name(target.name + ".tmp")
+        lm.model.save_pretrained(tmp)
+        lm.tokenizer.save_pretrained(tmp)
+        tmp.rename(target)
+    return str(target)
+
+
+def _current(report: dict[str, Any], profile: Profile, entry: str) -> bool:
+    return (report.get("settings") == json.loads(results.dumps(profile.reports.report.key()))
+            and report["model"]["name"] == label(entry))
+
+
+def collect(profile: Profile, *, progress: bool = True) -> dict[str, dict[str, Any]]:
+    """Every report of the profile: read from report.json when it matches the settings,
+    otherwise built (refused with LAYERLAB_CACHE_ONLY=1, as every chapter's cache is)."""
+    from layerlab.report import build
+
+    out = {}
+    for entry in profile.reports.models:
+        path = folder(profile, entry) / "report.json"
+        report = json.loads(path.read_text()) if path.is_file() else None
+        if report is None or not _current(report, profile, entry):
+            if os.environ.get("LAYERLAB_CACHE_ONLY") == "1":
+                raise LookupError(f"{path} is missing or stale and LAYERLAB_CACHE_ONLY=1")
+            report = build(model_argument(profile, entry), folder(profile, entry),
+                           settings=profile.reports.report, progress=progress,
+                           label=label(entry))
+        out[label(entry)] = report
+    return out
+
+
+def _row(name: str, r: dict[str, Any]) -> dict[str, Any]:
+    iv = pd.DataFrame(r["p1"]["intervals"])
+    trained = lambda s: iv[iv["statistic"] == s].iloc[0]  # noqa: E731
+    imp = pd.DataFrame(r["p2"]["importance"])
+    na = imp[imp["method"] == "neighbour_average"]
+    inner = na[(na["layer"] >= 1) & (na["layer"] <= r["model"]["layers"] - 2)]
+    peak = inner.loc[inner["deg"].idxmax()] if len(inner) else None
+    mats = [w for w in r["p2"]["weights"] if not w["is_norm"]]
+    bulk = r["p1"]["bulk"]["trained"].get("all", {})
+    sweep = pd.DataFrame(r["p2"]["scaling"])
+    x09 = sweep[np.isclose(sweep["alpha"], 0.9)]
+    loo = [max(v for k, v in w.items() if k.startswith("ridge_loo_real_")) for w in mats
+           if any(k.startswith("ridge_loo_real_") for k in w)]
+    return {
+        "model": name, "blocks": r["model"]["layers"], "parameters": r["model"]["params"],
+        "base PPL": r["p2"]["base_ppl"],
+        "middle θ (rad)": trained("middle_theta")["trained"],
+        "middle θ untrained": trained("middle_theta")["untrained"],
+        "middle θ(Δh) (rad)": trained("middle_theta_dh")["trained"],
+        "edge ratio": trained("edge_ratio")["trained"],
+        "bulk fraction": bulk.get("bulk_fraction", np.nan),
+        "CE drop by mid-depth": r["p1"]["lens"]["trained"]["drop_by_middle"],
+        "peak layer": int(peak["layer"]) if peak is not None else None,
+        "peak Δ PPL (%)": float(peak["deg"]) if peak is not None else np.nan,
+        "anti-layers": int((inner["hi"] < 0).sum()),
+        "Δ-corr (matrices)": float(np.mean([w["delta_real"] for w in mats])) if mats else np.nan,
+        "Δ-corr i.i.d. null": float(np.mean([w["delta_iid"] for w in mats])) if mats else np.nan,
+        "ridge R² LOO": float(np.mean(loo)) if loo else np.nan,
+        "×0.9 Δ PPL (%)": float(x09["deg"].iloc[0]) if len(x09) else np.nan,
+        "report time (s)": r["provenance"].get("seconds", np.nan),
+    }
+
+
+def headline(reports: dict[str, dict[str, Any]]) -> pd.DataFrame:
+    """The headline diagnostics of every report, one row per model."""
+    return pd.DataFrame([_row(n, r) for n, r in reports.items()]).set_index("model")
+
+
+def verdicts(reports: dict[str, dict[str, Any]]) -> pd.DataFrame:
+    """Finding × model: each report's verdict on each of the papers' findings."""
+    rows = {}
+    for name, r in reports.items():
+        for s in r["summary"]:
+            rows.setdefault((s["id"], s["finding"]), {})[name] = s["verdict"]
+    df = pd.DataFrame.from_dict(rows, orient="index")
+    df.index = pd.MultiIndex.from_tuples(df.index, names=["id", "finding"])
+    return df
+
+
+def depth_profile(reports: dict[str, dict[str, Any]]) -> pd.DataFrame:
+    """θ(h_l, h_{l+1}) (final-normed convention) and the neighbour-average degradation per
+    block, against relative depth l / L, for every model and its untrained twin."""
+    rows = []
+    for name, r in reports.items():
+        L = r["model"]["layers"]
+        for kind, conv in r["p1"]["per_layer"].items():
+            for l, v in enumerate(conv["hf"]["theta"]):
+                rows.append({"model": name, "weights": kind, "depth": (l + 0.5) / L,
+                             "layer": l, "statistic": "θ(h_l, h_l+1) (rad)", "value": v})
+        for x in r["p2"]["importance"]:
+            if x["method"] == "neighbour_average":
+                rows.append({"model": name, "weights": "trained", "depth": (x["layer"] + 0.5) / L,
+                             "layer": x["layer"], "statistic": "Δ PPL, neighbour average (%)",
+                             "value": x["deg"]})
+    return pd.DataFrame(rows)
+
+
+def theta_chart(reports: dict[str, dict[str, Any]]) -> alt.Chart:
+    df = depth_profile(reports)
+    df = df[df["statistic"].str.startswith("θ")]
+    pick = alt.selection_point(fields=["model"], bind="legend")
+    return alt.Chart(df, title="θ(h_l, h_{l+1}) against relative depth").mark_line(point=True).encode(
+        x=alt.X("depth:Q", title="relative depth (l + ½) / L"),
+        y=alt.Y("value:Q", title="θ (rad)"), color=alt.Color("model:N"),
+        strokeDash=alt.StrokeDash("weights:N", title="weights"),
+        opacity=alt.condition(pick, alt.value(1), alt.value(0.15)),
+        tooltip=["model", "weights", "layer", alt.Tooltip("value:Q", format=".3f")],
+    ).add_params(pick).properties(width=560, height=260)
+
+
+def importance_chart(reports: dict[str, dict[str, Any]]) -> alt.Chart:
+    df = depth_profile(reports)
+    df = df[df["statistic"].str.startswith("Δ")]
+    pick = alt.selection_point(fields=["model"], bind="legend")
+    return alt.Chart(df, title="Importance map against relative depth").mark_line(point=True).encode(
+        x=alt.X("depth:Q", title="relative depth (l + ½) / L"),
+        y=alt.Y("value:Q", title="Δ perplexity (%)", scale=alt.Scale(type="symlog")),
+        color=alt.Color("model:N"), opacity=alt.condition(pick, alt.value(1), alt.value(0.15)),
+        tooltip=["model", "layer", alt.Tooltip("value:Q", format="+.1f")],
+    ).add_params(pick).properties(width=560, height=260)
+
+
+def links(profile: Profile, reports: dict[str, dict[str, Any]]) -> str:
+    """HTML links to the full pages, as the site serves them (`reports/<profile>/<model>.html`;
+    book/_ext/report_pages.py copies them into the build)."""
+    items = "".join(
+        f"<li><a href='../reports/{profile.name}/{results.slug(n)}.html'>{html.escape(n)}</a> "
+        f"({r['model']['layers']} blocks, {r['model']['params']:,} parameters)</li>"
+        for n, r in reports.items())
+    return f"<ul>{items}</ul>"
+
+
+def reading(table: pd.DataFrame) -> str:
+    """One sentence per model from the verdict table: how many of the papers' findings it shows,
+    which ones, and how many the untrained twin or a null shows too."""
+    from layerlab import claims
+
+    out = []
+    for model in table.columns:
+        col = table[model]
+        shown = [i for i, v in col.items() if v == claims.REPRODUCED]
+        nd = int((col == claims.NOT_DIAGNOSTIC).sum())
+        nt = int((col == claims.NOT_TESTABLE).sum())
+        out.append(f"{model}: shows {len(shown)} of {len(col)} findings"
+                   + (f" ({', '.join(i[0] for i in shown)})" if shown else "")
+                   + f"; {nd} not diagnostic (its untrained twin or a null shows them too)"
+                   + (f"; {nt} not testable at this budget" if nt else "") + ".")
+    return "\n".join(out)

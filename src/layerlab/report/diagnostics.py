@@ -1,0 +1,152 @@
+"""The report's measurements, one function per step; each returns plain JSON-able data and is
+stored by `build` as soon as it finishes. Every statistic is the book's own code (hidden,
+geometry, lens, clusters, importance, weights), run on one model and its untrained twin.
+
+Used by `layerlab report` and chapter 12.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+import torch
+
+from layerlab import hidden, models, results
+from layerlab.anatomy import edits, importance
+from layerlab.anatomy import weights as w
+from layerlab.anatomy.evaluator import Evaluator, Scores
+from layerlab.depth import clusters, geometry, lens
+from layerlab.report.text import ReportError
+from layerlab.settings import ReportSettings
+
+PER_LAYER = ("theta", "theta_dh", "rel_update")
+
+
+def _check_finite(out: dict[str, Any], lm: models.LoadedModel) -> None:
+    bad = sum(m["nonfinite"] for conv in out["conventions"].values()
+              for group in conv.values() if isinstance(group, dict)
+              for m in group.values() if isinstance(m, dict) and "nonfinite" in m)
+    if bad:
+        raise ReportError(
+            f"{lm.name}: the hidden states hold {bad} NaN/inf values (an overflow in a low "
+            "precision dtype, or broken weights). Rerun with --dtype float32, or check the model.")
+
+
+def _token_text(tokenizer: Any, ids: np.ndarray) -> np.ndarray:
+    return np.asarray(tokenizer.convert_ids_to_tokens([int(i) for i in ids]), dtype=object)
+
+
+def geometry_of(lm: models.LoadedModel, blocks: torch.Tensor, cfg: ReportSettings, *,
+                progress: bool) -> dict[str, Any]:
+    """Per-layer means of θ, θ(Δh) and the relative update (both last-state conventions; tokens
+    at positions ≥ 1), per-sequence statistics for the intervals, and the bulk fraction of the
+    token profiles with and without position 0."""
+    batches = hidden.block_batches(blocks, cfg.batch_size)
+    out = hidden.collect(lm, batches, profiles=cfg.profiles, seed=cfg.seed, progress=progress,
+                         total=len(batches))
+    _check_finite(out, lm)
+    per_layer = {conv: {m: out["conventions"][conv]["pos_ge_1"][m]["mean"] for m in PER_LAYER}
+                 for conv in ("hf", "raw")}
+    arrays = dict(out["profiles"])
+    arrays["token_text"] = _token_text(lm.tokenizer, arrays["token_id"])
+    bulk = {}
+    if lm.n_layers >= clusters.MIN_LAYERS:
+        for label, arr in (("all", arrays), ("without_position0", clusters.without_position0(arrays))):
+            df, summary = clusters.cluster(arr, "progress", "kmeans", seed=cfg.seed)
+            bulk[label] = {**summary, **{k: v for k, v in clusters.minority_report(df).items()
+                                         if k != "top_strings"}}
+    return {"per_layer": per_layer, "sequences": geometry.sequence_stats(lm, batches),
+            "bulk": bulk, "tokens": int(out["conventions"]["hf"]["pos_ge_1"]["tokens"])}
+
+
+def geometry_intervals(trained: dict[str, Any], untrained: dict[str, Any], n: int) -> pd.DataFrame:
+    """The book's control table (bootstrap over sequences) for the model and its twin."""
+    rows = [{**r, "model": "model", "trained": t, "family": False}
+            for t, g in ((True, trained), (False, untrained)) for r in g["sequences"]]
+    return geometry.control_table(pd.DataFrame(rows), n=n)
+
+
+def lens_of(lm: models.LoadedModel, blocks: torch.Tensor, cfg: ReportSettings) -> dict[str, Any]:
+    return lens.lens_stats(lm, blocks[: cfg.lens_windows], batch_size=max(1, cfg.batch_size // 2))
+
+
+def importance_items(n_layers: int) -> dict[str, dict[str, Any]]:
+    return {f"{m}-L{l}": {"method": m, "layer": l}
+            for m in ("neighbour_average", "skip") for l in range(n_layers)}
+
+
+def importance_map(ev: Evaluator, items: dict[str, dict[str, Any]], cache: results.Cache,
+                   key: dict[str, Any], progress: bool) -> dict[tuple[str, str, int], Scores]:
+    """Every layer under neighbour averaging and under removal, each stored as it finishes."""
+    def compute(_name: str, item: dict[str, Any]) -> dict[str, Any]:
+        return ev.evaluate(importance.method_edit(item["method"], item["layer"])).to_dict()
+
+    stored = cache.for_each("report_importance", key, items, compute, progress=progress)
+    return {("text", items[k]["method"], items[k]["layer"]): Scores.from_dict(v)
+            for k, v in stored.items()}
+
+
+def importance_table(runs: dict, base: Scores, n_layers: int, cfg: ReportSettings) -> pd.DataFrame:
+    table = importance.degradation_table(runs, {"text": base}, resamples=cfg.bootstrap,
+                                         seed=cfg.seed)
+    classes = []
+    for _method, g in table.groupby("method"):
+        cls = importance.classify(g, n_layers)
+        classes.append(g.assign(**{"class": g["layer"].map(cls)}))
+    return pd.concat(classes).sort_values(["method", "layer"]).reset_index(drop=True)
+
+
+def least_important(table: pd.DataFrame, n_layers: int, k: int) -> list[int]:
+    """The k inner layers (both neighbours exist) whose neighbour averaging costs least."""
+    na = importance.inner(table[table["method"] == "neighbour_average"], n_layers)
+    return sorted(int(l) for l in na.nsmallest(min(k, len(na)), "deg")["layer"])
+
+
+def scaling_sweep(ev: Evaluator, base: Scores, layers: list[int], cfg: ReportSettings,
+                  cache: results.Cache, key: dict[str, Any], progress: bool) -> pd.DataFrame:
+    items = {f"x{a:g}": {"alpha": a, "layers": layers} for a in cfg.alphas}
+
+    def compute(_name: str, item: dict[str, Any]) -> dict[str, Any]:
+        return ev.evaluate(edits.edit("scale", item["layers"], alpha=item["alpha"])).to_dict()
+
+    stored = cache.for_each("report_scaling", key, items, compute, progress=progress)
+    runs = {("text", "scale", items[k]["alpha"]): Scores.from_dict(v) for k, v in stored.items()}
+    return importance.degradation_table(runs, {"text": base}, resamples=cfg.bootstrap,
+                                        seed=cfg.seed, names=("method", "alpha"))
+
+
+def _nanmean(x: np.ndarray) -> float:
+    x = np.asarray(x, dtype=float)
+    return float(np.nanmean(x)) if np.isfinite(x).any() else float("nan")
+
+
+def weight_statistics(lm: models.LoadedModel, twin: models.LoadedModel,
+                      cfg: ReportSettings) -> list[dict[str, Any]]:
+    """Per tensor type: the mean consecutive-delta correlation of the real stack, the same layers
+    shuffled, i.i.d. layers with each layer's mean and std, and the untrained twin's; ridge R²
+    (layer t−1 → t) in-sample and leave-one-out at each penalty, real and shuffled."""
+    rows = []
+    for label, name in w.tensor_types(lm).items():
+        real = w.stack(lm, name)
+        stacks: dict[str, Callable[[], np.ndarray]] = {
+            "real": lambda real=real: real,
+            "shuffled": lambda real=real: w.shuffled(real, cfg.seed),
+            "iid": lambda real=real: w.matched_gaussian(real, cfg.seed),
+            "untrained": lambda name=name: w.stack(twin, name)}
+        row: dict[str, Any] = {"type": label, "tensor": name, "elements": int(real.shape[1]),
+                               "is_norm": w.value(lm.blocks[0], name).ndim == 1}
+        for kind, make in stacks.items():
+            s = make()
+            # three layers at least: two consecutive deltas
+            row[f"delta_{kind}"] = (_nanmean(w.delta_correlation(s)) if lm.n_layers >= 3
+                                    else float("nan"))
+            if kind in ("real", "shuffled") and lm.n_layers >= 4:
+                gram = w.Gram.of(s)
+                for protocol in ("in_sample", "loo"):
+                    for a in cfg.ridge_alphas:
+                        r2 = [r["r2"] for r in w.ridge_scores(gram, a, protocol)]
+                        row[f"ridge_{protocol}_{kind}_{a:g}"] = _nanmean(r2)
+        rows.append(row)
+    return rows

@@ -1,0 +1,301 @@
+"""`layerlab report`: the command on tiny models of every tested architecture, the page, the
+summary rules (each with an input that passes and one that fails) and the bad inputs."""
+
+from __future__ import annotations
+
+import json
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from layerlab import claims, cli, models
+from layerlab.anatomy.evaluator import Evaluator
+from layerlab.report import ReportError, build, diagnostics, rules
+from layerlab.settings import REPORT_QUICK
+
+SMALL = REPORT_QUICK.shrunk()
+IDS = {"P1-edges", "P1-weak-update-correlation", "P1-no-early-stopping", "P1-bulk-fraction",
+       "P2-critical-core", "P2-anti-layers", "P2-delta-correlation", "P2-ridge", "P2-scale-0.9"}
+R, P, N = claims.REPRODUCED, claims.PARTLY, claims.NOT_REPRODUCED
+T, D = claims.NOT_TESTABLE, claims.NOT_DIAGNOSTIC
+
+
+class _Loads(HTMLParser):
+    """Addresses the page would make a browser fetch by itself."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag in ("script", "img", "iframe") and a.get("src"):
+            self.found.append(a["src"])
+        if tag == "link" and a.get("href"):
+            self.found.append(a["href"])
+
+
+def _check_report(folder: Path, n_layers: int) -> dict:
+    report = json.loads((folder / "report.json").read_text())
+    assert {r["id"] for r in report["summary"]} == IDS
+    assert all(r["verdict"] in claims.VERDICTS for r in report["summary"])
+    assert len(report["p1"]["per_layer"]["trained"]["hf"]["theta"]) == n_layers
+    assert len(report["p2"]["importance"]) == 2 * n_layers
+    assert np.isfinite(report["p2"]["base_ppl"])
+    page = (folder / "report.html").read_text()
+    loads = _Loads()
+    loads.feed(page)
+    assert loads.found == []  # every script is inline: the page needs no network
+    assert page.count("<div class='chart'") == 7 and "vegaEmbed" in page
+    return report
+
+
+def test_the_command_on_tiny_llama_quick(tmp_path, capsys):
+    rc = cli.main(["report", "tiny-llama", "--quick", "--out", str(tmp_path / "r"),
+                   "--no-progress"])
+    assert rc == 0
+    report = _check_report(tmp_path / "r", 4)
+    assert report["settings"]["mode"] == "quick"
+    assert report["text"]["evaluation"]["predicted_tokens"] >= REPORT_QUICK.eval_tokens
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory):
+    root = tmp_path_factory.mktemp("arch")
+    out = {}
+    for name in models.TINY:
+        lm = models.load(name)
+        lm.model.save_pretrained(root / name)
+        lm.tokenizer.save_pretrained(root / name)
+        out[name] = root / name
+    return out
+
+
+@pytest.mark.parametrize("name", models.TINY)
+def test_a_report_on_a_saved_folder_of_every_tested_architecture(tmp_path, folders, name):
+    report = build(str(folders[name]), tmp_path / "r", settings=SMALL, progress=False)
+    _check_report(tmp_path / "r", 4)
+    assert report["model"]["arch"] in models.TESTED_FAMILIES
+
+
+def test_an_interrupted_report_resumes_and_writes_nothing_half_done(tmp_path, monkeypatch):
+    calls = {"n": 0}
+    real_evaluate = Evaluator.evaluate
+
+    def counting(self, edit=None):
+        calls["n"] += 1
+        return real_evaluate(self, edit)
+
+    monkeypatch.setattr(Evaluator, "evaluate", counting)
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(diagnostics, "scaling_sweep", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        build("tiny-llama", tmp_path / "r", settings=SMALL, progress=False)
+    assert not (tmp_path / "r" / "report.json").exists()
+    assert not (tmp_path / "r" / "report.html").exists()
+    first = calls["n"]
+    assert first == 2 * 4  # every layer, both operations: stored before the interruption
+    monkeypatch.undo()
+    monkeypatch.setattr(Evaluator, "evaluate", counting)
+    build("tiny-llama", tmp_path / "r", settings=SMALL, progress=False)
+    assert calls["n"] - first == len(SMALL.alphas)  # only the sweep ran again
+    _check_report(tmp_path / "r", 4)
+
+
+def test_bad_inputs_give_one_line_errors(tmp_path, capsys):
+    assert cli.main(["report", str(tmp_path / "missing"), "--out", str(tmp_path / "o")]) == 2
+    assert "unknown model" in capsys.readouterr().err
+    (tmp_path / "empty-folder").mkdir()
+    with pytest.raises(ReportError, match="no config.json"):
+        build(str(tmp_path / "empty-folder"), tmp_path / "o", settings=SMALL, progress=False)
+    (tmp_path / "empty.txt").write_text("  \n")
+    with pytest.raises(ReportError, match="empty"):
+        build("tiny-llama", tmp_path / "o", text_path=str(tmp_path / "empty.txt"),
+              settings=SMALL, progress=False)
+    (tmp_path / "short.txt").write_text("A short text. It has two sentences.")
+    with pytest.raises(ReportError, match="predictable tokens"):
+        build("tiny-llama", tmp_path / "o", text_path=str(tmp_path / "short.txt"),
+              settings=SMALL, progress=False)
+    with pytest.raises(ReportError, match="no such file"):
+        build("tiny-llama", tmp_path / "o", text_path=str(tmp_path / "nope.txt"), settings=SMALL,
+              progress=False)
+    assert not (tmp_path / "o" / "report.json").exists()
+
+
+def test_a_model_that_is_not_causal_is_refused(tmp_path):
+    from transformers import BertConfig, BertModel
+
+    BertModel(BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                         intermediate_size=64, vocab_size=257)).save_pretrained(tmp_path / "bert")
+    models.byte_tokenizer().save_pretrained(tmp_path / "bert")
+    with pytest.raises(ReportError, match="not a causal language model"):
+        build(str(tmp_path / "bert"), tmp_path / "o", settings=SMALL, progress=False)
+
+
+def test_nan_hidden_states_are_refused(tmp_path):
+    lm = models.load("tiny-llama")
+    with torch.no_grad():
+        lm.blocks[1].mlp.down_proj.weight[0, 0] = float("nan")
+    lm.model.save_pretrained(tmp_path / "nan")
+    lm.tokenizer.save_pretrained(tmp_path / "nan")
+    with pytest.raises(ReportError, match="NaN/inf"):
+        build(str(tmp_path / "nan"), tmp_path / "o", settings=SMALL, progress=False)
+    assert not (tmp_path / "o" / "report.json").exists()
+
+
+def test_your_own_text_without_sentences_is_cut_into_pieces(tmp_path):
+    code = "\n".join(f"def f{i}(x):\n    return x * {i} + {i * i}" for i in range(60))
+    (tmp_path / "code.py").write_text(code)
+    report = build("tiny-llama", tmp_path / "r", text_path=str(tmp_path / "code.py"),
+                   settings=SMALL, progress=False)
+    assert report["text"]["evaluation"]["unit"].startswith("pieces")
+    assert report["text"]["source"].endswith("code.py")
+
+
+# -- the summary rules: one input that passes, one that fails ------------------------------------
+def _control(stat, trained_lo, untrained_lo, diff=(0.2, 0.5), trained=None):
+    return pd.DataFrame([{"statistic": stat, "trained": trained or trained_lo + 0.1,
+                          "trained_lo": trained_lo, "trained_hi": trained_lo + 0.2,
+                          "untrained": untrained_lo + 0.1, "untrained_lo": untrained_lo,
+                          "untrained_hi": untrained_lo + 0.2, "diff_lo": diff[0],
+                          "diff_hi": diff[1]}])
+
+
+def test_edges_rule():
+    assert rules.edges(_control("edge_ratio", 2.0, 1.0), 12)["verdict"] == R
+    assert rules.edges(_control("edge_ratio", 1.1, 1.0), 12)["verdict"] == N
+    assert rules.edges(_control("edge_ratio", 2.0, 1.8), 12)["verdict"] == D
+    assert rules.edges(_control("edge_ratio", 2.0, 1.0), 4)["verdict"] == T
+
+
+def test_weak_correlation_rule():
+    assert rules.weak_correlation(_control("middle_theta_dh", 1.4, 0.5))["verdict"] == R
+    assert rules.weak_correlation(_control("middle_theta_dh", 0.4, 0.2))["verdict"] == N
+    assert rules.weak_correlation(_control("middle_theta_dh", 1.4, 1.4))["verdict"] == D
+
+
+def test_no_early_stopping_rule():
+    flat = {"early_share": 0.9, "drop_by_middle": float("nan")}
+    assert rules.no_early_stopping({"early_share": 0.01, "drop_by_middle": 0.5}, flat)["verdict"] == R
+    assert rules.no_early_stopping({"early_share": 0.6, "drop_by_middle": 0.95}, flat)["verdict"] == N
+
+
+def _bulk(frac, tokens=200_000):
+    return {"all": {"bulk_fraction": frac, "tokens": tokens, "share_at_position_0": 0.5},
+            "without_position0": {"bulk_fraction": frac}}
+
+
+def test_bulk_fraction_rule():
+    assert rules.bulk_fraction(_bulk(0.996), _bulk(0.7))["verdict"] == R
+    assert rules.bulk_fraction(_bulk(0.90), _bulk(0.7))["verdict"] == N
+    assert rules.bulk_fraction(_bulk(0.996), _bulk(0.996))["verdict"] == D
+
+
+def _map(values: dict[str, dict[int, tuple[float, float, float]]]) -> pd.DataFrame:
+    return pd.DataFrame([{"method": m, "layer": l, "deg": d, "lo": lo, "hi": hi}
+                         for m, layers in values.items() for l, (d, lo, hi) in layers.items()])
+
+
+def test_critical_core_rule():
+    low = {l: (5.0, 2.0, 8.0) for l in range(12)}
+    core = {**low, 5: (300.0, 200.0, 400.0)}
+    assert rules.critical_core(_map({"neighbour_average": core, "skip": core}), 12)["verdict"] == R
+    assert rules.critical_core(_map({"neighbour_average": core, "skip": low}), 12)["verdict"] == P
+    assert rules.critical_core(_map({"neighbour_average": low, "skip": low}), 12)["verdict"] == N
+    edge = {**low, 0: (900.0, 800.0, 990.0)}  # big, but outside the middle half
+    assert rules.critical_core(_map({"neighbour_average": edge, "skip": edge}), 12)["verdict"] == N
+
+
+def test_anti_layers_rule():
+    low = {l: (5.0, 2.0, 8.0) for l in range(12)}
+    assert rules.anti_layers(_map({"neighbour_average": {**low, 6: (-3.0, -5.0, -1.0)}}), 12)["verdict"] == R
+    assert rules.anti_layers(_map({"neighbour_average": {**low, 6: (-3.0, -5.0, 1.0)}}), 12)["verdict"] == N
+
+
+def _weights(real, iid):
+    return [{"type": "q", "is_norm": False, "delta_real": real, "delta_iid": iid,
+             **{f"ridge_{p}_real_{a:g}": v for p, v in (("in_sample", 0.95), ("loo", real + 1))
+                for a in (1.0, 100.0)}}]
+
+
+def test_delta_correlation_rule():
+    assert rules.delta_correlation(_weights(-0.50, -0.30))["verdict"] == R
+    near_untrained = [{**_weights(-0.50, -0.30)[0], "delta_shuffled": -0.3, "delta_untrained": -0.52}]
+    assert rules.delta_correlation(near_untrained)["verdict"] == D
+    assert rules.delta_correlation(_weights(-0.20, -0.50))["verdict"] == N
+    assert rules.delta_correlation(_weights(-0.50, -0.50))["verdict"] == D
+
+
+def test_ridge_rule():
+    assert rules.ridge(_weights(-0.2, 0.0), (1.0, 100.0))["verdict"] == R  # loo 0.8
+    assert rules.ridge(_weights(-0.9, 0.0), (1.0, 100.0))["verdict"] == N  # loo 0.1
+
+
+def test_scaling_rule():
+    sweep = lambda d, lo, hi: pd.DataFrame([{"alpha": 0.9, "deg": d, "lo": lo, "hi": hi}])  # noqa: E731
+    assert rules.scaling(sweep(3.0, 1.0, 5.0), [3])["verdict"] == R
+    assert rules.scaling(sweep(25.0, 20.0, 30.0), [3])["verdict"] == N
+    assert rules.scaling(sweep(9.0, 5.0, 15.0), [3])["verdict"] == T
+
+
+def test_the_page_renders_offline_in_headless_chromium(tmp_path, browser):
+    build("tiny-gpt2", tmp_path / "r", settings=SMALL, progress=False)
+    refused, errors = [], []
+    page = browser.new_page()
+    page.on("pageerror", lambda e: errors.append(str(e)))
+
+    def handler(route):
+        if route.request.url.startswith("file://"):
+            return route.continue_()
+        refused.append(route.request.url)
+        return route.abort()
+
+    page.route("**/*", handler)
+    page.goto((tmp_path / "r" / "report.html").as_uri(), wait_until="load")
+    page.wait_for_function("document.querySelectorAll('.vega-embed svg.marks').length >= 7",
+                           timeout=30_000)
+    assert "chart error" not in page.inner_text("body")
+    page.close()
+    assert not refused and not errors, (refused, errors)
+
+
+def test_the_embedded_chart_libraries_are_the_pinned_npm_builds():
+    """The report page embeds its own copies; they must be the versions the site pins (and
+    that Altair's specs ask for), byte for byte where the npm packages are installed."""
+    import altair as alt
+
+    vendor = Path(__file__).parents[1] / "src" / "layerlab" / "report" / "vendor"
+    node = Path(__file__).parents[1] / "tests" / "browser" / "node_modules"
+    assert f'"{alt.SCHEMA_VERSION.lstrip("v")}"' in (vendor / "vega-lite.min.js").read_text()
+    if not node.is_dir():
+        pytest.skip("npm packages not installed (make test installs them)")
+    for lib, file in (("vega", "vega.min.js"), ("vega-lite", "vega-lite.min.js"),
+                      ("vega-embed", "vega-embed.min.js")):
+        assert (vendor / file).read_bytes() == (node / lib / "build" / file).read_bytes(), file
+
+
+def test_the_chapter_reads_reports_and_refuses_to_compute_in_cache_only_mode(monkeypatch, tmp_path):
+    from layerlab import profiles
+    from layerlab.report import chapter
+
+    profile = profiles.PROFILES["smoke"]
+    profile = profile.__class__(**{**profile.__dict__, "reports": profile.reports.replace(
+        models=("tiny-llama",))})
+    monkeypatch.setenv("LAYERLAB_CACHE_ONLY", "1")
+    with pytest.raises(LookupError, match="LAYERLAB_CACHE_ONLY"):
+        chapter.collect(profile, progress=False)
+    monkeypatch.delenv("LAYERLAB_CACHE_ONLY")
+    reports = chapter.collect(profile, progress=False)
+    assert (chapter.folder(profile, "tiny-llama") / "report.json").is_file()
+    head = chapter.headline(reports)
+    assert head.loc["tiny-llama", "blocks"] == 4 and np.isfinite(head.loc["tiny-llama", "base PPL"])
+    assert set(chapter.verdicts(reports).index.get_level_values("id")) == IDS
+    monkeypatch.setenv("LAYERLAB_CACHE_ONLY", "1")  # now it is stored: read, not computed
+    assert chapter.collect(profile, progress=False)["tiny-llama"]["summary"] == reports["tiny-llama"]["summary"]
