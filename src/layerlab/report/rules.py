@@ -69,6 +69,12 @@ def weak_correlation(control: pd.DataFrame) -> dict[str, str]:
                "twin passes or the difference contains 0", verdict)
 
 
+def _share(x: float) -> str:
+    """A share of the CE drop; undefined (NaN) where the lens's CE does not fall at all, as in
+    an untrained twin."""
+    return "no drop" if not math.isfinite(x) else f"{x:.2f}"
+
+
 def no_early_stopping(trained: dict[str, Any], untrained: dict[str, Any]) -> dict[str, str]:
     """P1: the last-block CE lens falls gradually; few tokens are done by mid-depth."""
     t = lens.lens_rule(trained["early_share"], trained["drop_by_middle"])
@@ -77,9 +83,9 @@ def no_early_stopping(trained: dict[str, Any], untrained: dict[str, Any]) -> dic
     return row("P1-no-early-stopping",
                "Almost no token stops early: the last-block CE lens improves gradually",
                "gradual CE decrease (§2.5)",
-               f"{100 * trained['early_share']:.1f} % early, {trained['drop_by_middle']:.2f} of the "
-               f"CE drop by mid-depth (untrained {100 * untrained['early_share']:.1f} %, "
-               f"{untrained['drop_by_middle']:.2f})",
+               f"{100 * trained['early_share']:.1f} % early, {_share(trained['drop_by_middle'])} of "
+               f"the CE drop by mid-depth (untrained {100 * untrained['early_share']:.1f} % early, "
+               f"{_share(untrained['drop_by_middle'])})",
                f"≤ {100 * lens.EARLY_MAX:.0f} % within {lens.MARGIN} nats of the final CE at mid-depth "
                f"and {lens.GRADUAL[0]}–{lens.GRADUAL[1]} of the drop done by then (one → partly); "
                "not diagnostic where the twin gives the same", verdict)
