@@ -96,7 +96,8 @@ print(f"profile {profile.name}; {len(reports)} reports: {', '.join(reports)}")
 # consecutive updates, the edge ratio min(first, last)/middle, the bulk fraction of token
 # profiles, the share of the lens's CE drop done by mid-depth, the importance map's peak, the
 # number of anti-layers, the delta correlation beside its i.i.d. null, ridge R² leave-one-out,
-# ×0.9 on the least important layers, and how long the report took.
+# ×0.9 on the least important layers. (How long a report takes is in the README's benchmark
+# table: a report rebuilt from its step cache takes seconds, so its own clock says little.)
 
 # %%
 chapter.headline(reports)

@@ -103,7 +103,6 @@ def _row(name: str, r: dict[str, Any]) -> dict[str, Any]:
         "Δ-corr i.i.d. null": float(np.mean([w["delta_iid"] for w in mats])) if mats else np.nan,
         "ridge R² LOO": float(np.mean(loo)) if loo else np.nan,
         "×0.9 Δ PPL (%)": float(x09["deg"].iloc[0]) if len(x09) else np.nan,
-        "report time (s)": r["provenance"].get("seconds", np.nan),
     }
 
 
