@@ -15,11 +15,13 @@ offload: the statistics pass of a sharded 12 x 768 Llama in memory vs read from 
 weights: chapters 07-08's weight-statistics pass over all layers and tensor types with nulls
          (delta correlations, ridge over the α grid, descriptors), timed; and Gram-space ridge vs
          the same dual ridge computed on the explicit 884,736-element gate_proj layers.
+report:  `layerlab report --quick` in one process vs the same diagnostics run the way the
+         chapters run them, one fresh process per chapter (not in the default set; --model).
 anatomy: chapter 05's full neighbour-average map of SmolLM2 (base + one edit per layer, in
          place, restored exactly, blocks below the edit not rerun) vs L+1 plain evaluations of
          the same sentences; and the same map without the resume (edits only, full forwards).
 
-    python benchmarks/run.py [models|scaling|hidden|toy|weights|anatomy|offload ...] [--threads N] [--repeats R]
+    python benchmarks/run.py [models|scaling|hidden|toy|weights|anatomy|offload|report ...] [--threads N] [--repeats R]
 
 Writes benchmarks/out/<suite>.json and prints a table.
 """
@@ -379,12 +381,88 @@ def bench_anatomy(min_tokens: int = 2000) -> dict:
             "ratio_map_without_resume_over_plain": t_map_full / t_plain}
 
 
+# One chapter's share of the report's diagnostics, in a fresh process as a reader running the
+# chapters one by one would: import, load the model, read the text, compute its part (with the
+# untrained twin where the chapter has one; every P2 chapter evaluates its own base).
+_REPORT_CHILD = r"""
+import sys, tempfile, time
+from pathlib import Path
+t0 = time.perf_counter()
+import torch
+torch.set_num_threads(int(sys.argv[3]))
+from layerlab import models, results
+from layerlab.anatomy.evaluator import Evaluator
+from layerlab.report import diagnostics as d, text
+from layerlab.report.build import fitted, load_model
+from layerlab.settings import REPORT_QUICK
+name, part = sys.argv[1], sys.argv[2]
+lm = load_model(name)
+cfg = fitted(REPORT_QUICK, lm)
+txt = text.load(None)
+cache = results.Cache("cache", root=Path(tempfile.mkdtemp()))
+if part in ("geometry", "lens", "weights"):
+    blocks = text.windows(lm.tokenizer, txt, cfg, add_bos=lm.add_bos)
+    twin = models.untrained_twin(lm, seed=cfg.seed)
+    for m in (lm, twin):
+        if part == "geometry":
+            d.geometry_of(m, blocks, cfg, progress=False)
+        elif part == "lens":
+            d.lens_of(m, blocks, cfg)
+    if part == "weights":
+        d.weight_statistics(lm, twin, cfg)
+else:
+    ev = Evaluator(lm, text.eval_set(lm.tokenizer, txt, cfg), batch_tokens=cfg.batch_tokens)
+    base = ev.base()
+    if part == "importance":
+        d.importance_map(ev, d.importance_items(lm.n_layers), cache, {}, False)
+    else:  # chapter 06 reads chapter 05's layer ranking from its cache
+        d.scaling_sweep(ev, base, [int(x) for x in sys.argv[4].split(",")], cfg, cache, {}, False)
+print(time.perf_counter() - t0)
+"""
+
+_REPORT_WHOLE = r"""
+import sys, tempfile, time, json
+t0 = time.perf_counter()
+import torch
+torch.set_num_threads(int(sys.argv[2]))
+from layerlab.report.build import build
+r = build(sys.argv[1], tempfile.mkdtemp(), progress=False)
+print(json.dumps({"seconds": time.perf_counter() - t0, "layers": r["p2"]["scaled_layers"]}))
+"""
+
+
+def bench_report(name: str = NAME, threads: int = 1) -> dict:
+    """`layerlab report --quick` in one process vs the same diagnostics as the chapters run them,
+    one fresh process per chapter (02-03 geometry, 02 lens, 07-08 weights, 05 importance, 06
+    scaling), each timed from interpreter start."""
+    import subprocess
+
+    def run(code: str, *args: str) -> str:
+        out = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True,
+                             text=True)
+        if out.returncode:
+            raise RuntimeError(out.stderr[-3000:])
+        return out.stdout.strip().splitlines()[-1]
+
+    start = time.perf_counter()
+    whole = json.loads(run(_REPORT_WHOLE, name, threads))
+    whole["wall_s"] = time.perf_counter() - start
+    layers = ",".join(map(str, whole["layers"]))
+    parts = {part: float(run(_REPORT_CHILD, name, part, threads, layers))
+             for part in ("geometry", "lens", "weights", "importance", "scaling")}
+    one_by_one = sum(parts.values())
+    return {"model": name, "threads": threads, "report_s": whole["wall_s"],
+            "chapters_s": parts, "one_by_one_s": one_by_one,
+            "ratio_report_over_one_by_one": whole["wall_s"] / one_by_one}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("suites", nargs="*",
                         default=["models", "scaling", "hidden", "toy", "weights", "anatomy"])
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--model", help="the report suite's model (default: SmolLM2)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     OUT.mkdir(exist_ok=True)
@@ -433,6 +511,13 @@ def main(argv: list[str] | None = None) -> int:
               f"total {res['total_s']:.1f} s")
         print(f"gate_proj ridge, 12 fits: Gram {res['gate_gram_ridge_s']:.2f} s vs explicit "
               f"{res['gate_explicit_ridge_s']:.2f} s (ratio {res['ratio_explicit_over_gram']:.0f}x)")
+    if "report" in args.suites:
+        res = bench_report(args.model or NAME, args.threads) | {"provenance": prov}
+        (OUT / "report.json").write_text(json.dumps(res, indent=1))
+        print(f"report --quick on {res['model']}: one process {res['report_s']:.0f} s vs the "
+              f"chapters one by one {res['one_by_one_s']:.0f} s (ratio "
+              f"{res['ratio_report_over_one_by_one']:.2f}); parts "
+              + ", ".join(f"{k} {v:.0f} s" for k, v in res["chapters_s"].items()))
     if "anatomy" in args.suites:
         res = bench_anatomy() | {"provenance": prov | {"model": NAME}}
         (OUT / "anatomy.json").write_text(json.dumps(res, indent=1))

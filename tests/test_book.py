@@ -203,3 +203,17 @@ def test_a_chart_page_opened_from_disk_renders_offline(built_site, browser):
     assert "Error loading script" not in page.inner_text("body")
     assert not refused, refused
     page.close()
+
+
+def test_chapter_12_links_every_committed_report_page(built_site):
+    """book/_ext/report_pages.py copies each committed report page into the site; chapter 12's
+    links must land on them (a link the build does not serve is a dead end for the reader)."""
+    committed = sorted(ROOT.glob("results/cpu/reports/*/report.html"))
+    assert committed, "no committed cpu report"
+    chapter = (built_site / "notebooks" / "12_your_model.html").read_text()
+    hrefs = set(re.findall(r"href=['\"](\.\./reports/[^'\"]+)['\"]", chapter))
+    assert hrefs == {f"../reports/cpu/{p.parent.name}.html" for p in committed}
+    for href in hrefs:
+        page = (built_site / "notebooks" / href).resolve()
+        assert page.is_file() and page.read_bytes() == (
+            ROOT / "results" / "cpu" / "reports" / page.stem / "report.html").read_bytes(), href

@@ -31,6 +31,14 @@ def settings_for(mode: str) -> ReportSettings:
     return presets[mode]
 
 
+def fitted(cfg: ReportSettings, lm: models.LoadedModel) -> ReportSettings:
+    """The settings with windows no longer than the model was built for."""
+    longest = getattr(lm.model.config.get_text_config(), "max_position_embeddings", None)
+    if isinstance(longest, int) and longest < cfg.seq_len:
+        return cfg.replace(seq_len=longest, geometry_tokens=max(cfg.geometry_tokens, 2 * longest))
+    return cfg
+
+
 def load_model(name: str, *, dtype: str = "float32", device: str | None = None,
                device_map: str | None = None) -> models.LoadedModel:
     """The model, with a causal-LM check: a folder of another kind of model gets a clear error."""
@@ -114,10 +122,9 @@ def build(model: str, out: str | Path, *, mode: str = "quick", text_path: str | 
     lm = load_model(model, dtype=dtype, device=device, device_map=device_map)
     if label:
         lm.name = label
-    longest = getattr(lm.model.config.get_text_config(), "max_position_embeddings", None)
-    if isinstance(longest, int) and longest < cfg.seq_len:  # windows the model was built for
-        say(f"windows of {longest} tokens (the model's max_position_embeddings)")
-        cfg = cfg.replace(seq_len=longest, geometry_tokens=max(cfg.geometry_tokens, 2 * longest))
+    cfg = fitted(cfg, lm)
+    if cfg.seq_len != requested.seq_len:
+        say(f"windows of {cfg.seq_len} tokens (the model's max_position_embeddings)")
     ev_set = text.eval_set(lm.tokenizer, txt, cfg)
     blocks = text.windows(lm.tokenizer, txt, cfg, add_bos=lm.add_bos)
     twin = models.untrained_twin(lm, seed=cfg.seed)

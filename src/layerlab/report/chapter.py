@@ -107,8 +107,12 @@ def _row(name: str, r: dict[str, Any]) -> dict[str, Any]:
 
 
 def headline(reports: dict[str, dict[str, Any]]) -> pd.DataFrame:
-    """The headline diagnostics of every report, one row per model."""
-    return pd.DataFrame([_row(n, r) for n, r in reports.items()]).set_index("model")
+    """The headline diagnostics of every report, one row per model, rounded for reading
+    (report.json keeps every digit)."""
+    table = pd.DataFrame([_row(n, r) for n, r in reports.items()]).set_index("model")
+    table["peak Δ PPL (%)"] = table["peak Δ PPL (%)"].round().astype("Int64")  # spans 10^1–10^6
+    digits = {c: 3 for c in table.columns} | {"base PPL": 2, "bulk fraction": 4, "×0.9 Δ PPL (%)": 1}
+    return table.round(digits)
 
 
 def verdicts(reports: dict[str, dict[str, Any]]) -> pd.DataFrame:
