@@ -157,3 +157,18 @@ HTML(chapter.links(profile, reports))
 #   the verdicts say *not testable at this budget* rather than guess. `--full` is the GPU size.
 # - **Rules, not impressions.** The rules are those of chapters 02–08 applied to one model
 #   (`layerlab.report.rules`, each tested with an input that passes and one that fails).
+
+# %% [markdown]
+# ## Provenance
+#
+# Where and with which code each report's numbers were computed (from its `report.json`), then
+# this page's own record.
+
+# %%
+chapter.provenance_table(reports)
+
+# %%
+from layerlab import provenance
+
+provenance.table(provenance.collect(profile.name, models=list(profile.reports.models),
+                                    report_settings=profile.reports.report.key()))

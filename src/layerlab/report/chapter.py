@@ -179,6 +179,13 @@ def links(profile: Profile, reports: dict[str, dict[str, Any]]) -> str:
     return f"<ul>{items}</ul>"
 
 
+def provenance_table(reports: dict[str, dict[str, Any]]) -> pd.DataFrame:
+    """One row per report: the commit, date, device and library versions it was computed with."""
+    fields = ("git_commit", "date_utc", "device", "torch", "transformers")
+    return pd.DataFrame([{"model": n, **{f: r["provenance"].get(f) for f in fields}}
+                         for n, r in reports.items()]).set_index("model")
+
+
 def reading(table: pd.DataFrame) -> str:
     """One sentence per model from the verdict table: how many of the papers' findings it shows,
     which ones, and how many the untrained twin or a null shows too."""
