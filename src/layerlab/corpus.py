@@ -166,7 +166,7 @@ def token_blocks(
         raise CorpusError(f"n_tokens={n_tokens} is less than one window of seq_len={seq_len}")
     if not 0.0 <= offset < 1.0:
         raise CorpusError(f"offset must be in [0, 1), got {offset}")
-    bos = _bos_id(tokenizer) if add_bos else None
+    bos = bos_id(tokenizer) if add_bos else None
     per_block = seq_len - (1 if add_bos else 0)
     needed = n_blocks * per_block
     ids: list[int] = []
@@ -182,7 +182,13 @@ def token_blocks(
             f"source {source!r} (split {split!r}, offset {offset}) has only {len(ids)} tokens; "
             f"{n_blocks} windows of {seq_len} need {needed}. Ask for fewer tokens or use split='all'."
         )
-    blocks = torch.tensor(ids[:needed], dtype=torch.long).view(n_blocks, per_block)
+    return as_windows(ids, n_blocks, per_block, bos)
+
+
+def as_windows(ids: list[int], n_blocks: int, per_block: int, bos: int | None) -> torch.Tensor:
+    """The first `n_blocks * per_block` ids as [n_blocks, per_block] windows, each led by `bos`
+    when one is given (then [n_blocks, per_block + 1])."""
+    blocks = torch.tensor(ids[: n_blocks * per_block], dtype=torch.long).view(n_blocks, per_block)
     if bos is not None:
         blocks = torch.cat([torch.full((n_blocks, 1), bos, dtype=torch.long), blocks], dim=1)
     return blocks
@@ -200,7 +206,7 @@ def document_batch(tokenizer: Any, texts: list[str], seq_len: int) -> dict[str, 
     return {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}
 
 
-def _bos_id(tokenizer: Any) -> int:
+def bos_id(tokenizer: Any) -> int:
     bos = tokenizer.bos_token_id
     if bos is None:
         raise CorpusError("add_bos=True but the tokenizer has no BOS token")

@@ -83,6 +83,20 @@ def e1(tokenizer: Any, source: str = "wikipedia", *, min_tokens: int = 20_000,
     """
     texts: Iterable[str] = (corpus.fineweb_documents() if source == "fineweb"
                             else [corpus.load_text(source, split)])
+    sentences, ids, predicted = take_sentences(tokenizer, texts, min_tokens=min_tokens,
+                                               max_len=max_len, min_words=min_words)
+    if predicted < min_tokens:
+        raise corpus.CorpusError(f"{source!r} ({split}) gives only {predicted} tokens of clean "
+                                 f"sentences, fewer than the {min_tokens} asked for")
+    return EvalSet("E1", sentences, ids, source=f"{source}:{split}",
+                   info={"min_tokens": min_tokens, "max_len": max_len})
+
+
+def take_sentences(tokenizer: Any, texts: Iterable[str], *, min_tokens: int, max_len: int,
+                   min_words: int) -> tuple[list[str], list[list[int]], int]:
+    """Clean sentences of `texts` in order, with their token ids, until at least `min_tokens`
+    tokens are predicted or the texts end (read lazily: a stream stops there); sentences longer
+    than `max_len` tokens are skipped. Returns (sentences, ids, predicted tokens)."""
     sentences: list[str] = []
     ids: list[list[int]] = []
     predicted = 0
@@ -97,10 +111,8 @@ def e1(tokenizer: Any, source: str = "wikipedia", *, min_tokens: int = 20_000,
             ids.append(tokens)
             predicted += len(tokens) - 1
             if predicted >= min_tokens:
-                return EvalSet("E1", sentences, ids, source=f"{source}:{split}",
-                               info={"min_tokens": min_tokens, "max_len": max_len})
-    raise corpus.CorpusError(f"{source!r} ({split}) gives only {predicted} tokens of clean "
-                             f"sentences, fewer than the {min_tokens} asked for")
+                return sentences, ids, predicted
+    return sentences, ids, predicted
 
 
 def e0_sentences(path: str | None = None) -> list[str]:

@@ -55,18 +55,8 @@ def load(path: str | Path | None) -> ReportText:
 def eval_set(tokenizer: Any, text: ReportText, cfg: ReportSettings) -> evalsets.EvalSet:
     """Clean sentences in text order up to `eval_tokens` predicted tokens; a text without enough
     of them (code, lists, one long line) is cut into pieces of `CHUNK` tokens instead."""
-    sentences, ids, predicted = [], [], 0
-    for sentence in evalsets.split_sentences(text.text):
-        if not evalsets._clean(sentence, min_words=4):
-            continue
-        tokens = tokenizer(sentence)["input_ids"]
-        if len(tokens) > cfg.eval_max_len:
-            continue
-        sentences.append(sentence)
-        ids.append(tokens)
-        predicted += len(tokens) - 1
-        if predicted >= cfg.eval_tokens:
-            break
+    sentences, ids, predicted = evalsets.take_sentences(
+        tokenizer, [text.text], min_tokens=cfg.eval_tokens, max_len=cfg.eval_max_len, min_words=4)
     how = "sentences"
     if predicted < cfg.min_eval_tokens:
         all_ids = tokenizer(text.text, add_special_tokens=False)["input_ids"]
@@ -94,8 +84,4 @@ def windows(tokenizer: Any, text: ReportText, cfg: ReportSettings, *, add_bos: b
         raise ReportError(
             f"the text has {len(ids)} tokens: fewer than two windows of {cfg.seq_len} for P1's "
             "statistics. Give a longer --text.")
-    blocks = torch.tensor(ids[: n * per], dtype=torch.long).view(n, per)
-    if add_bos:
-        bos = tokenizer.bos_token_id
-        blocks = torch.cat([torch.full((n, 1), int(bos), dtype=torch.long), blocks], dim=1)
-    return blocks
+    return corpus.as_windows(ids, n, per, corpus.bos_id(tokenizer) if add_bos else None)
