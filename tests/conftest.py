@@ -29,6 +29,19 @@ def tiny_models():
     return {name: models.load(name) for name in models.TINY}
 
 
+@pytest.fixture(scope="session")
+def tiny_folders(tmp_path_factory):
+    """Each tiny family saved with save_pretrained (weights and tokenizer): {name: folder}."""
+    from layerlab import models
+
+    root = tmp_path_factory.mktemp("tiny-saved")
+    for name in models.TINY:
+        lm = models.load(name)
+        lm.model.save_pretrained(root / name)
+        lm.tokenizer.save_pretrained(root / name)
+    return {name: root / name for name in models.TINY}
+
+
 # Debian's chromium here and in .ci/run; GitHub's runners have Google Chrome (tests.yml)
 CHROMIUM = os.environ.get("LAYERLAB_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 BROWSER_NODE = Path(__file__).parent / "browser" / "node_modules"

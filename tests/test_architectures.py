@@ -14,16 +14,10 @@ from layerlab.anatomy import weights as w
 
 
 @pytest.fixture(scope="module")
-def saved(tmp_path_factory):
-    """Each tiny family saved with save_pretrained and loaded back as a local folder."""
-    root = tmp_path_factory.mktemp("saved")
-    out = {}
-    for name in models.TINY:
-        lm = models.load(name)
-        lm.model.save_pretrained(root / name)
-        lm.tokenizer.save_pretrained(root / name)
-        out[name] = (lm, models.load(str(root / name)))
-    return out
+def saved(tiny_folders):
+    """Each tiny family (same seed, same weights) beside itself read back from its folder."""
+    return {name: (models.load(name), models.load(str(folder)))
+            for name, folder in tiny_folders.items()}
 
 
 @pytest.mark.parametrize("name", models.TINY)

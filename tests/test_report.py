@@ -63,21 +63,9 @@ def test_the_command_on_tiny_llama_quick(tmp_path, capsys):
     assert report["text"]["evaluation"]["predicted_tokens"] >= REPORT_QUICK.eval_tokens
 
 
-@pytest.fixture(scope="module")
-def folders(tmp_path_factory):
-    root = tmp_path_factory.mktemp("arch")
-    out = {}
-    for name in models.TINY:
-        lm = models.load(name)
-        lm.model.save_pretrained(root / name)
-        lm.tokenizer.save_pretrained(root / name)
-        out[name] = root / name
-    return out
-
-
 @pytest.mark.parametrize("name", models.TINY)
-def test_a_report_on_a_saved_folder_of_every_tested_architecture(tmp_path, folders, name):
-    report = build(str(folders[name]), tmp_path / "r", settings=SMALL, progress=False)
+def test_a_report_on_a_saved_folder_of_every_tested_architecture(tmp_path, tiny_folders, name):
+    report = build(str(tiny_folders[name]), tmp_path / "r", settings=SMALL, progress=False)
     _check_report(tmp_path / "r", 4)
     assert report["model"]["arch"] in models.TESTED_FAMILIES
 
