@@ -144,29 +144,31 @@ def depth_profile(reports: dict[str, dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def theta_chart(reports: dict[str, dict[str, Any]]) -> alt.Chart:
+def _depth_chart(reports: dict[str, dict[str, Any]], statistic: str, title: str, y: alt.Y,
+                 tooltip: list, **encodings: Any) -> alt.Chart:
+    """One line per model of the depth profiles whose statistic starts with `statistic`,
+    against relative depth; a click on a model in the legend highlights it."""
     df = depth_profile(reports)
-    df = df[df["statistic"].str.startswith("θ")]
+    df = df[df["statistic"].str.startswith(statistic)]
     pick = alt.selection_point(fields=["model"], bind="legend")
-    return alt.Chart(df, title="θ(h_l, h_{l+1}) against relative depth").mark_line(point=True).encode(
-        x=alt.X("depth:Q", title="relative depth (l + ½) / L"),
-        y=alt.Y("value:Q", title="θ (rad)"), color=alt.Color("model:N"),
-        strokeDash=alt.StrokeDash("weights:N", title="weights"),
-        opacity=alt.condition(pick, alt.value(1), alt.value(0.15)),
-        tooltip=["model", "weights", "layer", alt.Tooltip("value:Q", format=".3f")],
+    return alt.Chart(df, title=title).mark_line(point=True).encode(
+        x=alt.X("depth:Q", title="relative depth (l + ½) / L"), y=y, color=alt.Color("model:N"),
+        **encodings, opacity=alt.condition(pick, alt.value(1), alt.value(0.15)), tooltip=tooltip,
     ).add_params(pick).properties(width=560, height=260)
+
+
+def theta_chart(reports: dict[str, dict[str, Any]]) -> alt.Chart:
+    return _depth_chart(
+        reports, "θ", "θ(h_l, h_{l+1}) against relative depth", alt.Y("value:Q", title="θ (rad)"),
+        ["model", "weights", "layer", alt.Tooltip("value:Q", format=".3f")],
+        strokeDash=alt.StrokeDash("weights:N", title="weights"))
 
 
 def importance_chart(reports: dict[str, dict[str, Any]]) -> alt.Chart:
-    df = depth_profile(reports)
-    df = df[df["statistic"].str.startswith("Δ")]
-    pick = alt.selection_point(fields=["model"], bind="legend")
-    return alt.Chart(df, title="Importance map against relative depth").mark_line(point=True).encode(
-        x=alt.X("depth:Q", title="relative depth (l + ½) / L"),
-        y=alt.Y("value:Q", title="Δ perplexity (%)", scale=alt.Scale(type="symlog")),
-        color=alt.Color("model:N"), opacity=alt.condition(pick, alt.value(1), alt.value(0.15)),
-        tooltip=["model", "layer", alt.Tooltip("value:Q", format="+.1f")],
-    ).add_params(pick).properties(width=560, height=260)
+    return _depth_chart(
+        reports, "Δ", "Importance map against relative depth",
+        alt.Y("value:Q", title="Δ perplexity (%)", scale=alt.Scale(type="symlog")),
+        ["model", "layer", alt.Tooltip("value:Q", format="+.1f")])
 
 
 def links(profile: Profile, reports: dict[str, dict[str, Any]]) -> str:
