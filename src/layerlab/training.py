@@ -34,9 +34,10 @@ def warmup_cosine(step: int, total: int, peak: float, warmup: int) -> float:
 def mean_loss(model: torch.nn.Module, blocks: torch.Tensor, batch_size: int = 16) -> float:
     """Mean next-token loss (nats per token) of a causal LM over token windows."""
     model.eval()
+    device = next(model.parameters()).device
     total, count = 0.0, 0
     for i in range(0, len(blocks), batch_size):
-        ids = blocks[i : i + batch_size]
+        ids = blocks[i : i + batch_size].to(device)
         logits = model(input_ids=ids, use_cache=False).logits
         total += float(F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten(),
                                        reduction="sum"))

@@ -249,7 +249,8 @@ def clone_layers(model, pairs: tuple[tuple[int, int], ...], noise: float, seed: 
         for name, p in layers[t].named_parameters():
             w = src[name].detach()
             std = w.std() if w.numel() > 1 else w.abs().mean()
-            p.copy_(w + noise * std * torch.randn(w.shape, generator=gen))
+            # drawn on the CPU: the same noise whatever device the model is on
+            p.copy_(w + noise * std * torch.randn(w.shape, generator=gen).to(w.device))
 
 
 @torch.no_grad()
@@ -307,24 +308,26 @@ def _segment_at(prog: Program, step: int) -> tuple[int, Segment]:
 
 
 def train_arm(prog: Program, cfg: GrowthConfig, tok, *, progress: bool = True,
-              stop_after: int | None = None) -> dict[str, Any]:
-    """Run one program (resuming from its checkpoint); the curve holds every budget measure."""
+              stop_after: int | None = None, device: str | None = None) -> dict[str, Any]:
+    """Run one program (resuming from its checkpoint); the curve holds every budget measure.
+    Trains on the GPU when there is one (`device` overrides); the checkpoint is device-free."""
     from tqdm.auto import tqdm
 
+    device = device or models.default_device()
     vocab = len(tok)
     batches, val = data(cfg, tok, prog.steps)
     path = folder(cfg) / f"{results.slug(prog.arm)}.ckpt"
     first = prog.segments[0].model_layers
-    model = build(cfg, vocab, first)
+    model = build(cfg, vocab, first).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.95),
                             weight_decay=cfg.weight_decay)
     state = {"step": 0, "curve": [], "seconds": 0.0, "layer_steps": 0, "tokens": 0, "flops": 0.0,
              "model_layers": first, "finished": False}
     if path.is_file():
-        saved = torch.load(path, weights_only=False)
+        saved = torch.load(path, weights_only=False, map_location="cpu")
         state = saved["state"]
         if state["model_layers"] != first:
-            model = build(cfg, vocab, state["model_layers"])
+            model = build(cfg, vocab, state["model_layers"]).to(device)
             opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.95),
                                     weight_decay=cfg.weight_decay)
         model.load_state_dict(saved["model"])
@@ -338,7 +341,7 @@ def train_arm(prog: Program, cfg: GrowthConfig, tok, *, progress: bool = True,
     for step in bar:
         seg_start, seg = _segment_at(prog, step)
         if step == seg_start and seg.op == "stack":
-            big = build(cfg, vocab, seg.model_layers)
+            big = build(cfg, vocab, seg.model_layers).to(device)
             stack_model(model, big, seg.model_layers // len(model.model.layers))
             model = big
             state["model_layers"] = seg.model_layers
@@ -350,7 +353,7 @@ def train_arm(prog: Program, cfg: GrowthConfig, tok, *, progress: bool = True,
         model.train()
         for group in opt.param_groups:
             group["lr"] = training.warmup_cosine(step, prog.steps, cfg.lr, cfg.warmup)
-        ids = batches[step]
+        ids = batches[step].to(device)
         logits = model(input_ids=ids, use_cache=False).logits
         loss = F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten())
         opt.zero_grad(set_to_none=True)
@@ -387,7 +390,8 @@ def train_arm(prog: Program, cfg: GrowthConfig, tok, *, progress: bool = True,
 
 def final_weights(prog: Program, cfg: GrowthConfig) -> dict[str, torch.Tensor]:
     """The weights an arm's checkpoint holds (for tests and inspection)."""
-    return torch.load(folder(cfg) / f"{results.slug(prog.arm)}.ckpt", weights_only=False)["model"]
+    return torch.load(folder(cfg) / f"{results.slug(prog.arm)}.ckpt", weights_only=False,
+                      map_location="cpu")["model"]
 
 
 # -- the chapter ------------------------------------------------------------------------------------

@@ -9,7 +9,8 @@ Parts, in this order (`--parts` picks some):
 
 - `toy`    chapter 04's grid -- every gpu sweep (exp-9/9-1 KL grid, MSE and RK2 runs) trained as
            batched groups (`layerlab.depth.toygrid`), each group resumable from its checkpoint;
-- `family` chapter 02's depth family (the gpu `FamilySettings`), member by member;
+- `family` chapter 02's depth family (the gpu `FamilySettings`), member by member, then each
+           member's hidden-state statistics, trained and untrained;
 - `growth` chapter 10's arms with the paper's 12-layer model and SmolLM2's tokenizer (the
            tokenizer travels as a folder, `--tokenizer` / `LAYERLAB_TOKENIZER_SMOLLM2`; the GGUF
            it comes from does not), then the paper-regime search.
@@ -84,13 +85,18 @@ def part_toy(profile) -> dict[str, Any]:
 
 
 def part_family(profile) -> dict[str, Any]:
+    """Train every member, then measure each one trained and untrained (chapter 02's
+    per-sequence statistics on the family's own test text): the weights stay on the GPU
+    machine, the statistics travel."""
     from layerlab import results
-    from layerlab.depth import family
+    from layerlab.depth import family, geometry
 
     cfg = family.config_for(profile)
     cache = results.Cache(profile.name)
     out = family.train_family(cfg, profile.name, cache, progress=True)
-    return {"members": len(out), "finished": True}
+    members = geometry.family_control_names(profile)
+    geometry.controls(profile, cache, only=members, progress=True)
+    return {"members": len(out), "measured": len(members), "finished": True}
 
 
 def part_growth(profile) -> dict[str, Any]:

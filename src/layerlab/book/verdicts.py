@@ -53,20 +53,42 @@ SPEC_CLAIMS: dict[str, tuple[str, str]] = {
     "P2-C6-faster": ("P2", "10_growth_training"),
     "P2-C6-cost": ("P2", "10_growth_training"),
 }
-COLUMNS = ["id", "paper", "chapter", "statement", "paper_value", "ours", "rule", "verdict", "setting"]
+CLAIM_COLUMNS = ["id", "paper", "chapter", "statement", "paper_value", "ours", "rule", "verdict",
+                 "setting"]
+# `source`: the profile whose verdict the row shows; `other`: the weaker profile's verdict
+# where both measured the claim
+COLUMNS = [*CLAIM_COLUMNS, "source", "other"]
 
 
-def table(profile: str) -> pd.DataFrame:
-    """One row per spec claim (and per any other registered claim), from the register."""
-    found = claims.collect(profile)
-    rows = {r["id"]: {c: r[c] for c in COLUMNS} for _, r in found.iterrows()}
+def table(profile: str, beside_profiles: tuple[str, ...] | None = None) -> pd.DataFrame:
+    """One row per spec claim (and per any other registered claim), from the register.
+
+    Where a stronger profile (`beside.stronger`: `gpu` beside `cpu`) registered the same claim,
+    its verdict is the one shown — it is the better-powered result (`beside.dominates`) — and
+    the weaker profile's verdict stays visible in `other`."""
+    from layerlab.book import beside
+
+    rows: dict[str, dict[str, Any]] = {}
+    order = [profile, *(beside.stronger(profile) if beside_profiles is None else beside_profiles)]
+    for source in sorted(order, key=beside.rank):  # weakest first: stronger ones replace
+        for _, r in claims.collect(source).iterrows():
+            prev = rows.get(r["id"])
+            other = f"{prev['source']}: {prev['verdict']}" if prev is not None else ""
+            rows[r["id"]] = {**{c: r[c] for c in CLAIM_COLUMNS}, "source": source, "other": other}
     for cid, (paper, chapter) in SPEC_CLAIMS.items():
         rows.setdefault(cid, {"id": cid, "paper": paper, "chapter": chapter,
                               "statement": "(not measured)", "paper_value": "", "ours": "",
                               "rule": "", "verdict": claims.NOT_TESTABLE,
-                              "setting": f"not measured in the {profile} profile"})
+                              "setting": f"not measured in the {profile} profile",
+                              "source": profile, "other": ""})
     out = pd.DataFrame(rows.values(), columns=COLUMNS)
     return out.sort_values(["paper", "chapter", "id"]).reset_index(drop=True)
+
+
+def sources(t: pd.DataFrame) -> pd.DataFrame:
+    """How many verdicts each profile supplied, and how many of those replaced a weaker one."""
+    return (t.assign(replaced=t["other"] != "").groupby("source")
+            .agg(claims=("id", "count"), replaced=("replaced", "sum")).reset_index())
 
 
 def counts(t: pd.DataFrame) -> pd.DataFrame:
@@ -78,16 +100,22 @@ def counts(t: pd.DataFrame) -> pd.DataFrame:
 def html_table(t: pd.DataFrame) -> str:
     """The verdict table as HTML, each claim linking to its chapter page."""
     head = ("<th>paper</th><th>claim</th><th>paper reported</th><th>ours</th>"
-            "<th>tolerance</th><th>verdict</th><th>measured on</th>")
+            "<th>tolerance</th><th>verdict</th><th>measured on</th><th>from</th>")
     body = []
     for _, r in t.iterrows():
         link = f'<a href="{r["chapter"]}.html">{html.escape(r["statement"])}</a>'
         body.append("<tr>" + "".join(f"<td>{x}</td>" for x in (
             r["paper"], link, html.escape(str(r["paper_value"])), html.escape(str(r["ours"])),
             html.escape(str(r["rule"])), f"<b>{html.escape(r['verdict'])}</b>",
-            html.escape(str(r["setting"])))) + "</tr>")
+            html.escape(str(r["setting"])), html.escape(_from(r)))) + "</tr>")
     return (f'<table class="dataframe"><thead><tr>{head}</tr></thead><tbody>'
             + "".join(body) + "</tbody></table>")
+
+
+def _from(r: pd.Series) -> str:
+    if not r.get("other"):
+        return str(r.get("source", ""))
+    return f"{r['source']} (better powered; {r['other']})"
 
 
 # -- cross-paper: P1's geometry and P2's importance, layer by layer -------------------------------

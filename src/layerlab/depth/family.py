@@ -42,6 +42,9 @@ def _seed(cfg: FamilyConfig, seed: int | None) -> int:
     return cfg.seed if seed is None else seed
 
 
+FAMILY = "depth_family"  # the experiment name of the members' training results
+
+
 def member_name(depth: int, seed: int) -> str:
     return f"depth-{depth}-s{seed}"
 
@@ -84,15 +87,17 @@ def checkpoint(depth: int, cfg: FamilyConfig, seed: int | None = None) -> Path:
 
 
 def train(depth: int, cfg: FamilyConfig, seed: int | None = None, *, progress: bool = True,
-          stop_after: int | None = None) -> dict[str, Any]:
+          stop_after: int | None = None, device: str | None = None) -> dict[str, Any]:
     """Train one member (resuming from its checkpoint if one exists); returns its curve.
 
+    Trains on the GPU when there is one (`device` overrides); the checkpoint is device-free.
     `stop_after` ends the run early after that many steps, as an interruption would (tests).
     """
     from tqdm.auto import tqdm
 
     seed = _seed(cfg, seed)
     lm = build(depth, cfg, seed)
+    lm.model.to(device or models.default_device())
     tok = lm.tokenizer
     train_blocks, val_blocks = _train_blocks(cfg, tok, seed), _eval_blocks(cfg, tok)
     opt = torch.optim.AdamW(lm.model.parameters(), lr=cfg.lr, betas=(0.9, 0.95),
@@ -100,7 +105,7 @@ def train(depth: int, cfg: FamilyConfig, seed: int | None = None, *, progress: b
     ckpt_path = checkpoint(depth, cfg, seed)
     state = {"step": 0, "curve": [], "seconds": 0.0}
     if ckpt_path.is_file():
-        saved = torch.load(ckpt_path, weights_only=False)
+        saved = torch.load(ckpt_path, weights_only=False, map_location="cpu")
         lm.model.load_state_dict(saved["model"])
         opt.load_state_dict(saved["opt"])
         state = saved["state"]
@@ -111,7 +116,7 @@ def train(depth: int, cfg: FamilyConfig, seed: int | None = None, *, progress: b
         lm.model.train()
         for group in opt.param_groups:
             group["lr"] = training.warmup_cosine(step, cfg.steps, cfg.lr, cfg.warmup)
-        ids = train_blocks[step]
+        ids = train_blocks[step].to(lm.device)
         logits = lm.model(input_ids=ids, use_cache=False).logits
         loss = F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten())
         opt.zero_grad(set_to_none=True)
@@ -140,14 +145,30 @@ def train(depth: int, cfg: FamilyConfig, seed: int | None = None, *, progress: b
 def load_member(depth: int, cfg: FamilyConfig, seed: int | None = None) -> models.LoadedModel:
     """A trained member, retrained from scratch if its weights are not in the cache."""
     path = checkpoint(depth, cfg, seed)
-    saved = torch.load(path, weights_only=False) if path.is_file() else None
+    saved = torch.load(path, weights_only=False, map_location="cpu") if path.is_file() else None
     if saved is None or saved["state"]["step"] < cfg.steps:
         train(depth, cfg, seed)
-        saved = torch.load(path, weights_only=False)
+        saved = torch.load(path, weights_only=False, map_location="cpu")
     lm = build(depth, cfg, seed)
     lm.model.load_state_dict(saved["model"])
+    lm.model.to(models.default_device())
     lm.model.eval()
     return lm
+
+
+def members(cfg: FamilyConfig) -> dict[str, dict[str, int]]:
+    """Every depth × seed of the family, by name."""
+    return {member_name(d, s): {"depth": d, "seed": s} for s in cfg.seeds for d in cfg.depths}
+
+
+def stored(cfg: FamilyConfig, profile: str, cache: results.Cache | None = None
+           ) -> dict[str, dict[str, Any]]:
+    """The members whose results are stored (reading only): another profile's committed
+    family, which may be partly trained. Keys as `train_family` stores them."""
+    cache = cache or results.Cache(profile)
+    found = {name: cache.lookup(FAMILY, {**cfg.key(), "item": item}, name)
+             for name, item in members(cfg).items()}
+    return {k: v for k, v in found.items() if v is not results.MISSING}
 
 
 def train_family(cfg: FamilyConfig, profile: str, cache: results.Cache | None = None,
@@ -155,7 +176,6 @@ def train_family(cfg: FamilyConfig, profile: str, cache: results.Cache | None = 
     """Every depth × seed of the family, each result cached as soon as it finishes (a rerun
     resumes)."""
     cache = cache or results.Cache(profile)
-    members = {member_name(d, s): {"depth": d, "seed": s} for s in cfg.seeds for d in cfg.depths}
-    return cache.for_each("depth_family", cfg.key(), members,
+    return cache.for_each(FAMILY, cfg.key(), members(cfg),
                           lambda _name, m: train(m["depth"], cfg, m["seed"], progress=progress),
                           progress=progress)

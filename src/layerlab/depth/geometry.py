@@ -300,13 +300,16 @@ def control_llms(profile: Profile) -> list[str]:
 
 def control_names(profile: Profile) -> list[str]:
     """Every model with a sequence-level control: the LLMs (or the settings' `control_models`)
-    and each family member of every seed (`family-dD` is the first seed, `family-dD-sS` the
-    others)."""
+    and each family member of every seed."""
+    return control_llms(profile) + family_control_names(profile)
+
+
+def family_control_names(profile: Profile) -> list[str]:
+    """The family members as `controls` names them (`family-dD` is the first seed,
+    `family-dD-sS` the others)."""
     fam = family.config_for(profile)
-    llms = control_llms(profile)
-    members = [f"{FAMILY_PREFIX}{d}" + ("" if s == fam.seed else f"-s{s}")
-               for s in fam.seeds for d in fam.depths]
-    return llms + members
+    return [f"{FAMILY_PREFIX}{d}" + ("" if s == fam.seed else f"-s{s}")
+            for s in fam.seeds for d in fam.depths]
 
 
 def _member(name: str) -> tuple[int, int | None]:

@@ -324,6 +324,19 @@ def _store(name: str, cfg: ToyConfig, run: dict[str, Any], cache) -> None:
         cache.put(STUDENTS, student_key(cfg), {"depth": d, "curve": curve}, item=f"{name}-d{d}")
 
 
+def stored_sweeps(configs: dict[str, ToyConfig], cache) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """(every sweep whose students are all stored, assembled; the names of the others), reading
+    the cache only: another profile's committed grid, which may be partly finished."""
+    runs, missing = {}, []
+    for name, cfg in configs.items():
+        stored = _stored(name, cfg, cache)
+        if len(stored) == len(cfg.student_depths):
+            runs[name] = _assemble(cfg, stored)
+        else:
+            missing.append(name)
+    return runs, missing
+
+
 def run_sweep(name: str, cfg: ToyConfig, cache, *, progress: bool = True) -> dict[str, Any]:
     """One sweep, student by student from the cache; the missing students train together."""
     stored = _stored(name, cfg, cache)
