@@ -82,7 +82,7 @@ import numpy as np
 from IPython.display import display
 
 from layerlab import claims, profiles, provenance
-from layerlab.book import plots
+from layerlab.book import beside, plots
 from layerlab.depth import family, geometry, lens, tracing
 
 profile = profiles.setup(seed=0)
@@ -268,6 +268,21 @@ chapter_claims = [*geometry.assess(control, slopes["middle_theta"], slopes["midd
                                    monotone, setting),
                   lens.assess(lens_table, setting), tracing.assess(traces, setting)]
 claims.record(chapter_claims, profile.name)
+
+# %% [markdown]
+# ## The depth family on a GPU
+#
+# The `gpu` settings train a wider, deeper family on more tokens with three seeds (the
+# `gpu` row of the tiers table above) and measure every member trained and untrained.
+# The table sets its loss against depth and its middle-θ slope beside this page's.
+# `make gpu-run` computes them on an offline GPU machine; the records are committed in
+# `results/gpu/` and read here from the cache, never recomputed on this page, each labelled with
+# the device that computed it. A complete set is judged by the rules above into the `gpu`
+# verdicts, which chapter 11 takes over this page's (their settings are larger in every size:
+# `layerlab.book.beside.dominates`); a partial set is shown but not judged.
+
+# %%
+beside.family(profile, losses, seq)
 
 # %% [markdown]
 # ## What we did differently, and why

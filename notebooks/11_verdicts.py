@@ -26,6 +26,13 @@
 # measure it, e.g. a run that has not converged on two CPU cores, or an interval too wide to
 # decide), **not diagnostic** (an untrained model of the same configuration shows the signature
 # as well, so it says nothing about what training built).
+#
+# **Which result.** A claim measured on both this profile and a stronger one (`gpu` beside `cpu`:
+# its settings are at least as large in every size that sets power, checked by
+# `layerlab.book.beside.dominates`) shows the stronger profile's verdict, the better-powered one;
+# the column *from* names the profile and keeps the weaker one's verdict beside it, so a verdict
+# that changed with the budget stays visible. The count below says how many rows each profile
+# supplied.
 
 # %% tags=["remove-cell"]
 # Colab setup (hidden on the site; written by `make sync` from layerlab/book/colab.py): clone the
@@ -67,6 +74,9 @@ profile = profiles.setup(seed=0)
 table = verdicts.table(profile.name)
 print(f"profile {profile.name}: {len(table)} claims")
 verdicts.counts(table)
+
+# %%
+verdicts.sources(table)
 
 # %%
 plots.verdict_chart(table)
