@@ -46,7 +46,7 @@ def other_profile(name: str = "gpu") -> Profile:
     return profiles.get(name)
 
 
-@dataclass
+@dataclass(repr=False)
 class Beside:
     """What one chapter shows of another profile's results."""
 
@@ -80,6 +80,12 @@ class Beside:
         return (f"{o} results for {w}: all {self.total} {self.units}, computed on {self.device}, "
                 f"beside `{self.own}`. Judged by the same rules, they are the {o} verdicts below; "
                 f"chapter 11 takes them over the `{self.own}` ones, being better powered.")
+
+    def __repr__(self) -> str:  # the plain-text form of the page's output
+        lines = [f"{self.other} beside {self.own}: {self.message()}"]
+        if self.table is not None and len(self.table):
+            lines.append(self.table.to_string(index=False, na_rep="—"))
+        return "\n".join(lines)
 
     def _repr_html_(self) -> str:
         text = html.escape(self.message()).replace("`", "")
