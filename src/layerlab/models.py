@@ -587,7 +587,9 @@ def forward_with_hidden(
 
     handle = lm.blocks[-1].register_forward_hook(hook)
     try:
-        out = lm.model(input_ids=input_ids.to(lm.device), attention_mask=attention_mask,
+        # the mask goes where the ids go (a CPU mask beside a GPU model is an error)
+        mask = None if attention_mask is None else attention_mask.to(lm.device)
+        out = lm.model(input_ids=input_ids.to(lm.device), attention_mask=mask,
                        output_hidden_states=True, use_cache=False)
     finally:
         handle.remove()
