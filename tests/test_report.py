@@ -92,9 +92,15 @@ def test_an_interrupted_report_resumes_and_writes_nothing_half_done(tmp_path, mo
     assert first == 2 * 4  # every layer, both operations: stored before the interruption
     monkeypatch.undo()
     monkeypatch.setattr(Evaluator, "evaluate", counting)
-    build("tiny-llama", tmp_path / "r", settings=SMALL, progress=False)
+    resumed = build("tiny-llama", tmp_path / "r", settings=SMALL, progress=False)
     assert calls["n"] - first == len(SMALL.alphas)  # only the sweep ran again
     _check_report(tmp_path / "r", 4)
+    # served wholly from the cache, the report still says what its steps cost when computed
+    again = build("tiny-llama", tmp_path / "r", settings=SMALL, progress=False)
+    assert calls["n"] - first == len(SMALL.alphas)
+    cost = again["provenance"]
+    assert cost["untimed_steps"] == 0 and cost["compute_seconds"] > 0
+    assert cost["compute_seconds"] == pytest.approx(resumed["provenance"]["compute_seconds"], abs=0.2)
 
 
 def test_bad_inputs_give_one_line_errors(tmp_path, capsys):

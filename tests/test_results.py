@@ -47,6 +47,23 @@ def test_record_carries_provenance(cache):
     assert cache.provenance_of("exp", {"a": 1}) == prov
 
 
+def test_a_computed_record_says_what_it_cost_and_a_reader_sums_it(cache):
+    import time
+
+    cache.cached("exp", {"a": 1}, lambda: time.sleep(0.05) or 1)
+    cache.for_each("exp", {"b": 1}, {"x": 1, "y": 2}, lambda _n, v: time.sleep(0.02) or v,
+                   progress=False)
+    cache.put("exp", {"c": 1}, 3)  # stored without a computation: no cost recorded
+    assert cache.provenance_of("exp", {"a": 1})["compute_seconds"] >= 0.05
+    assert "compute_seconds" not in cache.provenance_of("exp", {"c": 1})
+    assert cache.spent >= 0.09
+    reader = results.Cache(cache.profile, cache.root)
+    reader.get("exp", {"a": 1})
+    reader.for_each("exp", {"b": 1}, {"x": 1, "y": 2}, lambda *_: 1 / 0, progress=False)
+    reader.get("exp", {"c": 1})
+    assert reader.spent == pytest.approx(cache.spent, abs=1e-6) and reader.untimed == 1
+
+
 def test_failed_write_keeps_the_old_file(cache, monkeypatch):
     cache.put("exp", {"a": 1}, "old")
     path = cache.path("exp", {"a": 1})

@@ -24,8 +24,9 @@ import json
 import os
 import re
 import tempfile
+import time
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
@@ -169,10 +170,24 @@ def slug(name: str) -> str:
 
 @dataclass
 class Cache:
-    """Results of one profile. `root` defaults to `results/` (or `$LAYERLAB_RESULTS`)."""
+    """Results of one profile. `root` defaults to `results/` (or `$LAYERLAB_RESULTS`).
+
+    A result computed through `cached` or `for_each` records how long its computation took
+    (`provenance.compute_seconds`); `spent` sums that over every record this instance read or
+    wrote (`untimed` counts the records that predate the timing), so a rerun served from the
+    cache can still say what its results cost."""
 
     profile: str
     root: Path | None = None
+    spent: float = field(default=0.0, compare=False, repr=False)
+    untimed: int = field(default=0, compare=False, repr=False)
+
+    def _tally(self, record: Mapping[str, Any]) -> None:
+        seconds = record.get("provenance", {}).get("compute_seconds")
+        if seconds is None:
+            self.untimed += 1
+        else:
+            self.spent += float(seconds)
 
     @property
     def folder(self) -> Path:
@@ -200,7 +215,9 @@ class Cache:
         path = self.path(experiment, config, item)
         if not path.is_file():
             return MISSING
-        return self.read_record(path)["value"]
+        record = self.read_record(path)
+        self._tally(record)
+        return record["value"]
 
     def get(self, experiment: str, config: Mapping[str, Any], item: str | None = None) -> Any:
         """The stored value, or None when absent (use `lookup` to tell a stored None apart)."""
@@ -208,7 +225,8 @@ class Cache:
         return None if value is MISSING else value
 
     def put(self, experiment: str, config: Mapping[str, Any], value: Any,
-            item: str | None = None) -> Any:
+            item: str | None = None, *, seconds: float | None = None) -> Any:
+        """Store `value` (atomically, with provenance; `seconds`: what computing it took)."""
         if os.environ.get("LAYERLAB_DRY") == "1" and self.folder.resolve().is_relative_to(
                 (paths.REPO_ROOT / "results").resolve()):
             raise CacheError("the dry run (LAYERLAB_DRY=1) must not write into the committed "
@@ -219,11 +237,14 @@ class Cache:
             "item": item,
             "config": key,
             "config_hash": config_hash(key),
-            "provenance": provenance.collect(self.profile),
+            "provenance": provenance.collect(self.profile) | (
+                {} if seconds is None else {"compute_seconds": round(seconds, 3)}),
             "value": value,
         }
         text = dumps(record)  # serialise before touching the file: a bad value writes nothing
         atomic_write_text(self.path(experiment, config, item), text)
+        if seconds is not None:
+            self.spent += round(seconds, 3)
         return json.loads(text)["value"]
 
     def may_compute(self, what: str) -> None:
@@ -240,7 +261,9 @@ class Cache:
             if hit is not MISSING:
                 return hit
         self.may_compute(experiment)
-        return self.put(experiment, config, compute())
+        started = time.perf_counter()
+        value = compute()
+        return self.put(experiment, config, value, seconds=time.perf_counter() - started)
 
     def for_each(self, experiment: str, config: Mapping[str, Any], items: Mapping[str, Any],
                  compute: Callable[[str, Any], Any], *, force: bool = False,
@@ -261,7 +284,10 @@ class Cache:
         for name in bar:
             bar.set_postfix_str(name)
             self.may_compute(f"{experiment}/{name}")
-            out[name] = self.put(experiment, keys[name], compute(name, items[name]), item=name)
+            started = time.perf_counter()
+            value = compute(name, items[name])
+            out[name] = self.put(experiment, keys[name], value, item=name,
+                                 seconds=time.perf_counter() - started)
         return {name: out[name] for name in items}  # in the order of `items`
 
     def arrays_path(self, experiment: str, config: Mapping[str, Any], item: str | None = None) -> Path:
