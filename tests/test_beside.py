@@ -24,6 +24,11 @@ def test_the_gpu_settings_are_stronger_than_cpu_in_every_size_and_not_the_revers
     assert beside.dominates(GPU, CPU) == {"toy": True, "family": True, "growth": True}
     assert not any(beside.dominates(CPU, GPU).values())
     assert beside.rank("gpu") > beside.rank("cpu") > beside.rank("smoke")
+    # every pairing a page shows is a stronger profile over a weaker one
+    for own, others in beside.BESIDE.items():
+        for other in others:
+            assert beside.rank(other) > beside.rank(own)
+            assert all(beside.dominates(profiles.PROFILES[other], profiles.PROFILES[own]).values())
 
 
 def test_the_verdict_table_takes_the_stronger_profile_and_keeps_the_other_visible():
