@@ -5,6 +5,7 @@
 #   make check-outputs            committed pages == a fresh cache-only run of every chapter
 #   make gpu-dry                  every chapter with the gpu settings, shrunk, on CPU
 #   make gpu-prepare              write what a GPU machine needs beside the tree into .gpu/
+#   make gpu-check                on the GPU machine: the same program shrunk, on its GPU (minutes)
 #   make gpu-run [BUDGET=540]     on the GPU machine: the hub-free gpu experiments, packed
 #                                 into $$OUT (DRY=1: the same program on CPU, every size shrunk)
 #   make bench                    benchmarks, written to benchmarks/out/
@@ -17,7 +18,7 @@ PROFILE ?= cpu
 NB      ?=
 BROWSER_ASSETS := tests/browser/node_modules/.package-lock.json
 
-.PHONY: install book test test-fast lint execute check-outputs gpu-dry gpu-prepare gpu-run sync bench lock clean
+.PHONY: install book test test-fast lint execute check-outputs gpu-dry gpu-prepare gpu-check gpu-run sync bench lock clean
 
 install: $(STAMP)
 
@@ -84,6 +85,13 @@ gpu-run:
 	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 PYTHONPATH=src python3 -m layerlab.book.gpurun \
 	  --budget $(BUDGET) --out $(OUT) --tokenizer .gpu/tokenizer-smollm2
 endif
+
+# On the GPU machine, first: the same program with every size shrunk, on its GPU, into a scratch
+# folder (nothing kept) -- the CUDA paths that no CPU test reaches fail here within a minute or
+# two, not after the lease is spent. Its gpu-run.json says which part failed.
+gpu-check:
+	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 PYTHONPATH=src python3 -m layerlab.book.gpurun --dry \
+	  --budget 300 --out $(OUT)/check --tokenizer .gpu/tokenizer-smollm2
 
 # Write the Colab setup cell (layerlab/book/colab.py) into every chapter, then refresh the .ipynb
 # inputs from the edited .py twins without executing (outputs kept).
