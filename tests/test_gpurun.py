@@ -17,15 +17,6 @@ from layerlab.book import gpurun
 pytestmark = pytest.mark.gpu_dry
 
 
-def _run(tmp_path, *args, env_extra=None):
-    return run_dry_gpu(tmp_path, *args, env_extra=env_extra)
-
-
-@pytest.fixture(scope="module")
-def tok(smollm2_tokenizer):
-    return smollm2_tokenizer
-
-
 def test_a_dry_gpu_run_packs_every_part_and_imports(tmp_path, dry_gpu_run):
     summary, out = dry_gpu_run["summary"], dry_gpu_run["out"]
     assert [p["part"] for p in summary["parts"]] == list(gpurun.PARTS)
@@ -43,17 +34,17 @@ def test_a_dry_gpu_run_packs_every_part_and_imports(tmp_path, dry_gpu_run):
     assert all((tmp_path / "imported" / "gpu" / n).is_file() for n in names)
 
 
-def test_the_deadline_stops_a_part_and_a_rerun_resumes(tmp_path, tok):
+def test_the_deadline_stops_a_part_and_a_rerun_resumes(tmp_path, smollm2_tokenizer):
     # growth cannot finish in 15 s: it is ended at the deadline, the next part never starts,
     # and nothing half-written is packed; a second run with time finishes what is left
-    first, out = _run(tmp_path, "--budget", str(gpurun.PACK_SECONDS + 15), "--parts", "growth,toy",
-                      "--tokenizer", str(tok))
+    first, out = run_dry_gpu(tmp_path, "--budget", str(gpurun.PACK_SECONDS + 15),
+                             "--parts", "growth,toy", "--tokenizer", str(smollm2_tokenizer))
     assert [p["status"] for p in first["parts"]] == ["stopped at the deadline",
                                                      "not started (budget spent)"]
     with tarfile.open(out / gpurun.ARCHIVE) as tar:
         for m in tar.getmembers():
             json.loads(tar.extractfile(m).read())  # every packed record is whole
-    second, _ = _run(tmp_path, "--budget", "300", "--parts", "toy")
+    second, _ = run_dry_gpu(tmp_path, "--budget", "300", "--parts", "toy")
     assert second["parts"][0]["status"] == "finished" and second["records"] > 0
 
 

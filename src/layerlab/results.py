@@ -274,11 +274,8 @@ class Cache:
         """
         from tqdm.auto import tqdm
 
-        # an item's own settings are part of its key; stored results are read once, up front
-        keys = {name: {**config, "item": item} for name, item in items.items()}
-        out: dict[str, Any] = {} if force else {
-            name: hit for name, key in keys.items()
-            if (hit := self.lookup(experiment, key, name)) is not MISSING}
+        keys = self._item_keys(config, items)
+        out: dict[str, Any] = {} if force else self.stored_items(experiment, config, items)
         todo = [name for name in items if name not in out]
         bar = tqdm(todo, desc=experiment, disable=not (progress and todo), total=len(todo))
         for name in bar:
@@ -289,6 +286,18 @@ class Cache:
             out[name] = self.put(experiment, keys[name], value, item=name,
                                  seconds=time.perf_counter() - started)
         return {name: out[name] for name in items}  # in the order of `items`
+
+    @staticmethod
+    def _item_keys(config: Mapping[str, Any], items: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+        # an item's own settings are part of its key
+        return {name: {**config, "item": item} for name, item in items.items()}
+
+    def stored_items(self, experiment: str, config: Mapping[str, Any],
+                     items: Mapping[str, Any]) -> dict[str, Any]:
+        """The items of a `for_each` whose results are stored (read only, nothing computed):
+        e.g. another profile's committed results, which may be partly finished."""
+        return {name: hit for name, key in self._item_keys(config, items).items()
+                if (hit := self.lookup(experiment, key, name)) is not MISSING}
 
     def arrays_path(self, experiment: str, config: Mapping[str, Any], item: str | None = None) -> Path:
         return self.path(experiment, config, item).with_suffix(".npz")
@@ -346,10 +355,10 @@ def devices(profile: str, experiments: Iterable[str], root: Path | None = None) 
     """The distinct devices (with CUDA and torch versions where recorded) that computed the
     records of these experiments, e.g. to label another profile's results on a page."""
     found = set()
-    folder = Cache(profile, root).folder
+    cache = Cache(profile, root)
     for experiment in experiments:
-        for path in (folder / slug(experiment)).glob("*.json"):
-            prov = json.loads(path.read_text(encoding="utf-8")).get("provenance", {})
+        for path in (cache.folder / slug(experiment)).glob("*.json"):
+            prov = cache.read_record(path).get("provenance", {})
             cuda = f", CUDA {prov['cuda']}" if prov.get("cuda") else ""
             found.add(f"{prov.get('device', 'unknown device')}{cuda}, torch {prov.get('torch', '?')}")
     return sorted(found)

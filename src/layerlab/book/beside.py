@@ -114,6 +114,7 @@ def _setting(b: Beside, text: str) -> str:
 # --- chapter 04: the toy grid -------------------------------------------------------------------
 def _toy_settings(final: pd.DataFrame) -> pd.Series:
     """A label per sweep that both profiles' grids share (their temperatures differ)."""
+    kl = final[(final["objective"] == "kl") & (final["block"] == "euler")]["temperature"]
     labels = []
     for _, r in final.iterrows():
         if r["block"] != "euler":
@@ -121,7 +122,6 @@ def _toy_settings(final: pd.DataFrame) -> pd.Series:
         elif r["objective"] != "kl":
             labels.append(r["objective"].upper())
         else:
-            kl = final[(final["objective"] == "kl") & (final["block"] == "euler")]["temperature"]
             t = r["temperature"]
             where = ("coldest T" if np.isclose(t, kl.min()) else "hottest T"
                      if np.isclose(t, kl.max()) else "other T")

@@ -60,7 +60,7 @@ CLAIM_COLUMNS = ["id", "paper", "chapter", "statement", "paper_value", "ours", "
 COLUMNS = [*CLAIM_COLUMNS, "source", "other"]
 
 
-def table(profile: str, beside_profiles: tuple[str, ...] | None = None) -> pd.DataFrame:
+def table(profile: str) -> pd.DataFrame:
     """One row per spec claim (and per any other registered claim), from the register.
 
     Where a stronger profile (`beside.stronger`: `gpu` beside `cpu`) registered the same claim,
@@ -69,8 +69,7 @@ def table(profile: str, beside_profiles: tuple[str, ...] | None = None) -> pd.Da
     from layerlab.book import beside
 
     rows: dict[str, dict[str, Any]] = {}
-    order = [profile, *(beside.stronger(profile) if beside_profiles is None else beside_profiles)]
-    for source in sorted(order, key=beside.rank):  # weakest first: stronger ones replace
+    for source in sorted([profile, *beside.stronger(profile)], key=beside.rank):  # weakest first: stronger ones replace
         for _, r in claims.collect(source).iterrows():
             prev = rows.get(r["id"])
             other = f"{prev['source']}: {prev['verdict']}" if prev is not None else ""

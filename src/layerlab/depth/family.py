@@ -49,9 +49,11 @@ def member_name(depth: int, seed: int) -> str:
     return f"depth-{depth}-s{seed}"
 
 
-def build(depth: int, cfg: FamilyConfig, seed: int | None = None) -> models.LoadedModel:
+def build(depth: int, cfg: FamilyConfig, seed: int | None = None,
+          device: str | None = None) -> models.LoadedModel:
     """A freshly initialised member (seeded: the same depth and seed always start from the same
-    weights). Also the untrained control of the geometry chapters."""
+    weights; initialised on the CPU, then moved to `device`, by default the GPU when there is
+    one). Also the untrained control of the geometry chapters."""
     seed = _seed(cfg, seed)
     from transformers import AutoModelForCausalLM, GPTNeoXConfig
 
@@ -62,6 +64,7 @@ def build(depth: int, cfg: FamilyConfig, seed: int | None = None) -> models.Load
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(1000 * seed + depth)
         model = AutoModelForCausalLM.from_config(config)
+    model.to(device or models.default_device())
     return models.wrap(f"family-d{depth}", model, tok, source=f"trained here ({cfg.width} wide)")
 
 
@@ -96,8 +99,7 @@ def train(depth: int, cfg: FamilyConfig, seed: int | None = None, *, progress: b
     from tqdm.auto import tqdm
 
     seed = _seed(cfg, seed)
-    lm = build(depth, cfg, seed)
-    lm.model.to(device or models.default_device())
+    lm = build(depth, cfg, seed, device)
     tok = lm.tokenizer
     train_blocks, val_blocks = _train_blocks(cfg, tok, seed), _eval_blocks(cfg, tok)
     opt = torch.optim.AdamW(lm.model.parameters(), lr=cfg.lr, betas=(0.9, 0.95),
@@ -151,7 +153,6 @@ def load_member(depth: int, cfg: FamilyConfig, seed: int | None = None) -> model
         saved = torch.load(path, weights_only=False, map_location="cpu")
     lm = build(depth, cfg, seed)
     lm.model.load_state_dict(saved["model"])
-    lm.model.to(models.default_device())
     lm.model.eval()
     return lm
 
@@ -165,10 +166,7 @@ def stored(cfg: FamilyConfig, profile: str, cache: results.Cache | None = None
            ) -> dict[str, dict[str, Any]]:
     """The members whose results are stored (reading only): another profile's committed
     family, which may be partly trained. Keys as `train_family` stores them."""
-    cache = cache or results.Cache(profile)
-    found = {name: cache.lookup(FAMILY, {**cfg.key(), "item": item}, name)
-             for name, item in members(cfg).items()}
-    return {k: v for k, v in found.items() if v is not results.MISSING}
+    return (cache or results.Cache(profile)).stored_items(FAMILY, cfg.key(), members(cfg))
 
 
 def train_family(cfg: FamilyConfig, profile: str, cache: results.Cache | None = None,

@@ -323,11 +323,7 @@ def _control_model(name: str, profile: Profile, trained: bool) -> models.LoadedM
     if name.startswith(FAMILY_PREFIX):
         depth, seed = _member(name)
         fam = family.config_for(profile)
-        if trained:
-            return family.load_member(depth, fam, seed)
-        lm = family.build(depth, fam, seed)
-        lm.model.to(models.default_device())  # where the trained member runs
-        return lm
+        return family.load_member(depth, fam, seed) if trained else family.build(depth, fam, seed)
     lm = _load(name, profile, cfg)
     return lm if trained else models.untrained_twin(lm, seed=0)
 
