@@ -324,7 +324,7 @@ def train_arm(prog: Program, cfg: GrowthConfig, tok, *, progress: bool = True,
     state = {"step": 0, "curve": [], "seconds": 0.0, "layer_steps": 0, "tokens": 0, "flops": 0.0,
              "model_layers": first, "finished": False}
     if path.is_file():
-        saved = torch.load(path, weights_only=False, map_location="cpu")
+        saved = torch.load(path, weights_only=True, map_location="cpu")
         state = saved["state"]
         if state["model_layers"] != first:
             model = build(cfg, vocab, state["model_layers"]).to(device)
@@ -390,7 +390,7 @@ def train_arm(prog: Program, cfg: GrowthConfig, tok, *, progress: bool = True,
 
 def final_weights(prog: Program, cfg: GrowthConfig) -> dict[str, torch.Tensor]:
     """The weights an arm's checkpoint holds (for tests and inspection)."""
-    return torch.load(folder(cfg) / f"{results.slug(prog.arm)}.ckpt", weights_only=False,
+    return torch.load(folder(cfg) / f"{results.slug(prog.arm)}.ckpt", weights_only=True,
                       map_location="cpu")["model"]
 
 

@@ -107,7 +107,7 @@ def train(depth: int, cfg: FamilyConfig, seed: int | None = None, *, progress: b
     ckpt_path = checkpoint(depth, cfg, seed)
     state = {"step": 0, "curve": [], "seconds": 0.0}
     if ckpt_path.is_file():
-        saved = torch.load(ckpt_path, weights_only=False, map_location="cpu")
+        saved = torch.load(ckpt_path, weights_only=True, map_location="cpu")
         lm.model.load_state_dict(saved["model"])
         opt.load_state_dict(saved["opt"])
         state = saved["state"]
@@ -147,10 +147,10 @@ def train(depth: int, cfg: FamilyConfig, seed: int | None = None, *, progress: b
 def load_member(depth: int, cfg: FamilyConfig, seed: int | None = None) -> models.LoadedModel:
     """A trained member, retrained from scratch if its weights are not in the cache."""
     path = checkpoint(depth, cfg, seed)
-    saved = torch.load(path, weights_only=False, map_location="cpu") if path.is_file() else None
+    saved = torch.load(path, weights_only=True, map_location="cpu") if path.is_file() else None
     if saved is None or saved["state"]["step"] < cfg.steps:
         train(depth, cfg, seed)
-        saved = torch.load(path, weights_only=False, map_location="cpu")
+        saved = torch.load(path, weights_only=True, map_location="cpu")
     lm = build(depth, cfg, seed)
     lm.model.load_state_dict(saved["model"])
     lm.model.eval()

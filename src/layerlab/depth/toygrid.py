@@ -325,6 +325,8 @@ class Grid:
 
     # --- resumable state ----------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
+        """Tensors and plain types only (the generators' states are uint8 tensors), so `load`
+        reads it with `weights_only=True`."""
         return {"names": self.names, "configs": [asdict(c) for c in self.cfgs],
                 "step": self.step_count, "curves": self.curves,
                 "students": {d: [p.detach().cpu() for p in self._params(d)] for d in self.depths},
@@ -344,7 +346,7 @@ class Grid:
         path = Path(path)
         if not path.exists():
             return False
-        state = torch.load(path, map_location="cpu", weights_only=False)
+        state = torch.load(path, map_location="cpu", weights_only=True)
         if state["names"] != self.names or state["configs"] != [asdict(c) for c in self.cfgs]:
             return False
         with torch.no_grad():
