@@ -2,12 +2,15 @@
 #   make book                     build the site into _build/html (strict: warnings are errors)
 #   make test                     the full test suite (what CI runs)
 #   make execute PROFILE=cpu      re-run chapters and write their outputs (NB=00 for one chapter)
-#   make check-outputs            committed pages == a fresh cache-only run of every chapter
+#   make check-outputs            committed pages == a fresh cache-only run of every chapter,
+#                                 derived records recomputed, expensive ones sampled (FULL=1: all)
 #   make gpu-dry                  every chapter with the gpu settings, shrunk, on CPU
 #   make gpu-prepare              write what a GPU machine needs beside the tree into .gpu/
 #   make gpu-check                on the GPU machine: the same program shrunk, on its GPU (minutes)
 #   make gpu-run [BUDGET=540]     on the GPU machine: the hub-free gpu experiments, packed
 #                                 into $$OUT (DRY=1: the same program on CPU, every size shrunk)
+#   make test-floors              unit and tiny-model tests on the lowest declared versions
+#                                 (requirements/floors.txt, in .venv-floors)
 #   make bench                    benchmarks, written to benchmarks/out/
 
 PYTHON  ?= python3
@@ -18,7 +21,7 @@ PROFILE ?= cpu
 NB      ?=
 BROWSER_ASSETS := tests/browser/node_modules/.package-lock.json
 
-.PHONY: install book test test-fast lint execute check-outputs gpu-dry gpu-prepare gpu-check gpu-run sync bench lock clean
+.PHONY: install book test test-fast test-floors lint execute check-outputs gpu-dry gpu-prepare gpu-check gpu-run sync bench lock clean
 
 install: $(STAMP)
 
@@ -55,13 +58,27 @@ test-fast: install
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest tests \
 	  -m "not book and not offline_model and not freshness and not gpu_dry"
 
+# The lowest versions pyproject.toml declares (requirements/floors.txt: what a Colab runtime may
+# hold older and keep), in a second venv: the unit and tiny-model tests, not the book.
+FLOORS := .venv-floors
+$(FLOORS)/.installed: requirements/floors.txt pyproject.toml
+	test -x $(FLOORS)/bin/python || $(PYTHON) -m venv $(FLOORS)
+	$(FLOORS)/bin/pip install -q -r requirements/floors.txt
+	$(FLOORS)/bin/pip install -q --no-deps -e .
+	touch $@
+
+test-floors: $(FLOORS)/.installed
+	OMP_NUM_THREADS=1 LAYERLAB_THREADS=1 LAYERLAB_PROFILE=smoke HF_HUB_OFFLINE=1 \
+	  HF_DATASETS_OFFLINE=1 $(FLOORS)/bin/python -m pytest tests \
+	  -m "not book and not offline_model and not freshness and not gpu_dry"
+
 # Refuses to write a committed profile's results from a dirty tree (FORCE=1 overrides).
 execute: install
 	$(BIN)/layerlab execute --profile $(PROFILE) $(if $(FORCE),--force) $(NB)
 
 check-outputs: install
 	OMP_NUM_THREADS=1 LAYERLAB_THREADS=1 HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 \
-	  $(BIN)/python -m layerlab.book.outputs --profile cpu $(NB)
+	  $(BIN)/python -m layerlab.book.outputs --profile cpu $(if $(FULL),--recompute all) $(NB)
 
 gpu-dry: install
 	OMP_NUM_THREADS=1 LAYERLAB_THREADS=1 $(BIN)/python -m layerlab.book.dryrun $(NB)

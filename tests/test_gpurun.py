@@ -29,7 +29,10 @@ def test_a_dry_gpu_run_packs_every_part_and_imports(tmp_path, dry_gpu_run):
     assert {n.split("/")[0] for n in names} >= {"toy_students", "depth_family", "growth"}
     with pytest.raises(ValueError, match="not a GPU"):
         results.import_archive(out / gpurun.ARCHIVE, tmp_path / "imported")
-    written = results.import_archive(out / gpurun.ARCHIVE, tmp_path / "imported", allow_cpu=True)
+    with pytest.raises(ValueError, match="dry run"):  # shrunk records are never real results
+        results.import_archive(out / gpurun.ARCHIVE, tmp_path / "imported", allow_cpu=True)
+    written = results.import_archive(out / gpurun.ARCHIVE, tmp_path / "imported", allow_cpu=True,
+                                     allow_dry=True)
     assert sorted(written) == sorted(names)
     assert all((tmp_path / "imported" / "gpu" / n).is_file() for n in names)
 
@@ -58,16 +61,25 @@ def _archive(tmp_path, entries: dict[str, bytes]):
     return path
 
 
-def _record(device="cuda x1 (NVIDIA H200)", profile="gpu") -> bytes:
-    return json.dumps({"value": 1, "provenance": {"device": device, "profile": profile}}).encode()
+def _record(tmp_path, device="cuda x1 (NVIDIA H200)", profile="gpu") -> tuple[str, bytes]:
+    """A record as Cache.put writes it, with the given provenance."""
+    from unittest import mock
+
+    prov = {"device": device, "profile": profile, "git_commit": "abc"}
+    cache = results.Cache("gpu", root=tmp_path / f"made-{device[:3]}-{profile}")
+    with mock.patch("layerlab.provenance.collect", lambda *a, **k: dict(prov)):
+        cache.put("toy_students", {"a": 1}, 1, item="x")
+    path = cache.path("toy_students", {"a": 1}, item="x")
+    return path.relative_to(cache.folder).as_posix(), path.read_bytes()
 
 
 def test_import_refuses_what_a_gpu_run_does_not_write(tmp_path):
-    ok = _archive(tmp_path, {"toy_students/x.json": _record()})
-    assert results.import_archive(ok, tmp_path / "r") == ["toy_students/x.json"]
-    for bad, match in [({"../evil.json": _record()}, "unexpected entry"),
+    name, data = _record(tmp_path)
+    ok = _archive(tmp_path, {name: data})
+    assert results.import_archive(ok, tmp_path / "r") == [name]
+    for bad, match in [({"../evil.json": data}, "unexpected entry"),
                        ({"toy_students/x.py": b"print()"}, "unexpected entry"),
-                       ({"a.json": _record(device="cpu (1 torch threads)")}, "not a GPU"),
-                       ({"a.json": _record(profile="cpu")}, "not a gpu-profile")]:
+                       (dict([_record(tmp_path, device="cpu (1 torch threads)")]), "not a GPU"),
+                       (dict([_record(tmp_path, profile="cpu")]), "not a gpu-profile")]:
         with pytest.raises(ValueError, match=match):
             results.import_archive(_archive(tmp_path, bad), tmp_path / "r")

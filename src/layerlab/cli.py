@@ -78,8 +78,9 @@ def cache_status(profile: str, *, show: bool = False) -> int:
     if not rows:
         print(f"results/{profile}: no records")
         return 0
+    invalid = [r for r in rows if r["invalid"]]
     print(f"results/{profile}: {len(rows)} records, {sum(r['dirty'] for r in rows)} dirty, "
-          f"{sum(r['stale'] for r in rows)} stale\n")
+          f"{sum(r['stale'] for r in rows)} stale, {len(invalid)} invalid\n")
     print(f"{'experiment':<28}{'records':>8}{'dirty':>7}{'stale':>7}  commits")
     for exp in sorted({r["experiment"] for r in rows}):
         mine = [r for r in rows if r["experiment"] == exp]
@@ -90,7 +91,9 @@ def cache_status(profile: str, *, show: bool = False) -> int:
     if show:
         for r in bad:
             print(f"  {'dirty' if r['dirty'] else '':5} {'stale' if r['stale'] else '':5} {r['file']}")
-    return 1 if bad else 0
+    for r in invalid:  # always named: such a record must not be read by anything
+        print(f"  invalid {r['file']}: {r['invalid']}")
+    return 1 if bad or invalid else 0
 
 
 def refuse_dirty_results(profile: str, *, force: bool = False) -> None:
@@ -101,6 +104,11 @@ def refuse_dirty_results(profile: str, *, force: bool = False) -> None:
     if force or profile not in COMMITTED_PROFILES or os.environ.get("LAYERLAB_RESULTS"):
         return
     commit = provenance.git_commit()
+    if commit == "unknown":
+        raise SystemExit(
+            f"refusing to write results/{profile}: no git commit can be read (a tree without "
+            ".git?), so no record could say what computed it. Run from a clone, or set "
+            "LAYERLAB_RESULTS to a scratch folder.")
     if commit.endswith("+dirty"):
         raise SystemExit(
             f"refusing to write results/{profile} from a tree with uncommitted source changes "
@@ -144,7 +152,11 @@ def main(argv: list[str] | None = None) -> int:
     res.add_argument("archives", nargs="+", type=Path,
                      help="gpu-results.tar.gz files written by `make gpu-run`")
     res.add_argument("--allow-cpu", action="store_true",
-                     help="accept records computed on a CPU (the dry run's archives)")
+                     help="accept records computed on a CPU")
+    res.add_argument("--allow-dry", action="store_true",
+                     help="accept the records of a dry (shrunk) run: tests only")
+    res.add_argument("--replace", action="store_true",
+                     help="overwrite records already in results/gpu/ that differ (listed)")
     res.add_argument("--root", type=Path, default=None, help="results folder (default: results/)")
     rep = sub.add_parser("report", help="both papers' diagnostics on one model, as one page")
     rep.add_argument("model", help="a zoo name (layerlab models), a hub id or a local folder")
@@ -187,9 +199,17 @@ def main(argv: list[str] | None = None) -> int:
     elif args.command == "results":
         from layerlab import results
 
-        for archive in args.archives:
-            written = results.import_archive(archive, args.root, allow_cpu=args.allow_cpu)
-            print(f"{archive}: {len(written)} records into results/gpu/")
+        try:  # all the archives, or nothing
+            written = results.import_archive(args.archives, args.root, allow_cpu=args.allow_cpu,
+                                             allow_dry=args.allow_dry, replace=args.replace)
+        except results.ImportRefused as err:
+            print(f"layerlab results import: {err}; nothing imported", file=sys.stderr)
+            return 2
+        replaced = [w.removeprefix("replaced: ") for w in written if w.startswith("replaced: ")]
+        print(f"{len(written) - len(replaced)} records written into results/gpu/ from "
+              f"{len(args.archives)} archive(s)")
+        for name in replaced:
+            print(f"  replaced {name}")
     elif args.command == "report":
         return report_command(args)
     elif args.command == "fetch":

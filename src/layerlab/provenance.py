@@ -6,6 +6,7 @@ Used by every chapter (00–11): each ends with a provenance block.
 from __future__ import annotations
 
 import datetime as dt
+import os
 import platform
 import subprocess
 from importlib import metadata
@@ -36,8 +37,10 @@ def git_commit() -> str:
         head = git("rev-parse", "--short=12", "HEAD")
     except (OSError, RuntimeError, subprocess.TimeoutExpired):
         return "unknown"
-    # outputs (executed notebooks, cached results) do not make the code that produced them dirty
-    dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".",
+    # outputs (executed notebooks, cached results) do not make the code that produced them
+    # dirty; an untracked file does (a new corpus under data/ or a new chapter is read by the
+    # run, yet no commit holds it). Ignored files (.venv, _build, caches) do not.
+    dirty = git("status", "--porcelain", "--untracked-files=all", "--", ".",
                 ":(exclude)notebooks/*.ipynb", ":(exclude)results")
     return head + ("+dirty" if dirty else "")
 
@@ -68,6 +71,8 @@ def collect(profile: str | None = None, **extra: Any) -> dict[str, Any]:
 
     if torch.cuda.is_available():  # the GPU's CUDA runtime (absent from CPU records)
         record["cuda"] = torch.version.cuda
+    if os.environ.get("LAYERLAB_DRY") == "1":  # shrunk sizes: never a real result
+        record["dry"] = True
     record.update(extra)
     return record
 

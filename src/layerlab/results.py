@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from layerlab import paths, provenance
+from layerlab import paths, provenance, verify
 
 # experiment -> (schema version, data the experiment reads). Bump a version when the code of
 # that experiment changes what it stores; the old records then stop matching.
@@ -71,11 +71,58 @@ INPUTS: dict[str, tuple[str, ...]] = {
     "corpora": ("corpora/*.txt.xz",),
     "chinchilla": ("get_fitting_data_chinchilla.csv",),
 }
+# The profiles whose results are committed: records there must name the commit that made them.
+COMMITTED = ("cpu", "gpu")
 MISSING = object()  # what `lookup` returns for an absent record (a stored None is a value)
 
 
 class CacheError(RuntimeError):
     """A record that exists but cannot be read."""
+
+
+
+def _corrupt(path: Path, why: str) -> CacheError:
+    return CacheError(
+        f"the result record {path} is corrupt ({why}). Delete it to recompute that result, or "
+        f"restore the committed copy with `git checkout -- {path}`.")
+
+
+def value_digest(value: Any) -> str:
+    """sha256 (16 hex) of a value's canonical JSON: stored with every record, so an edited,
+    truncated or retyped value is found on read instead of reaching chapter code."""
+    canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), default=_to_jsonable)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+_FIELDS: dict[str, tuple[type, ...]] = {"experiment": (str,), "item": (str, type(None)),
+                                        "config": (dict,), "config_hash": (str,),
+                                        "provenance": (dict,), "value_sha256": (str,)}
+
+
+def record_problem(record: Any, path: Path | None = None) -> str | None:
+    """Why a record cannot be trusted (None when it can): its shape, its digest, and, given the
+    `path` it was read from (relative to a profile folder or absolute), that the path is the
+    one its own experiment, item and configuration hash give."""
+    if not isinstance(record, dict):
+        return f"a record is a JSON object, not {type(record).__name__}"
+    for name, types in _FIELDS.items():
+        if name not in record:
+            return f"no {name!r} field"
+        if not isinstance(record[name], types):
+            return f"{name!r} is {type(record[name]).__name__}, not {types[0].__name__}"
+    if "value" not in record:
+        return "no 'value' field"
+    if config_hash(record["config"]) != record["config_hash"]:
+        return "its configuration does not hash to its config_hash"
+    if value_digest(record["value"]) != record["value_sha256"]:
+        return "its value does not match its digest (edited or damaged)"
+    if path is not None:
+        item, h = record["item"], record["config_hash"]
+        stem = h if item is None else f"{slug(item)}-{h}"
+        if path.parent.name != slug(record["experiment"]) or path.name != f"{stem}.json":
+            return (f"it holds experiment {record['experiment']!r}, item {item!r}, key {h}, "
+                    f"which belong in {slug(record['experiment'])}/{stem}.json")
+    return None
 
 
 _input_hashes: dict[tuple, str] = {}
@@ -199,16 +246,18 @@ class Cache:
         return self.folder / slug(experiment) / f"{stem}.json"
 
     def read_record(self, path: Path) -> dict[str, Any]:
-        """A stored record; a torn or edited file is an error that names it."""
+        """A stored record, checked: whole JSON, every field of the right type, its value equal
+        to its digest, and its own experiment, item and configuration hash those of the file
+        name it was read from (a record copied over another's file is not served). Anything
+        else is a `CacheError` naming the file."""
         try:
             record = json.loads(path.read_text(encoding="utf-8"))
-            record["value"]  # noqa: B018 - a record without a value is corrupt too
-            return record
-        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as err:
-            raise CacheError(
-                f"the result record {path} is corrupt ({type(err).__name__}: {err}). Delete it "
-                "to recompute that result, or restore the committed copy with "
-                f"`git checkout -- {path}`.") from err
+        except (json.JSONDecodeError, UnicodeDecodeError, OSError) as err:
+            raise _corrupt(path, f"{type(err).__name__}: {err}") from err
+        problem = record_problem(record, path)
+        if problem:
+            raise _corrupt(path, problem)
+        return record
 
     def lookup(self, experiment: str, config: Mapping[str, Any], item: str | None = None) -> Any:
         """The stored value (which may be None), or `MISSING`."""
@@ -226,26 +275,46 @@ class Cache:
 
     def put(self, experiment: str, config: Mapping[str, Any], value: Any,
             item: str | None = None, *, seconds: float | None = None) -> Any:
-        """Store `value` (atomically, with provenance; `seconds`: what computing it took)."""
-        if os.environ.get("LAYERLAB_DRY") == "1" and self.folder.resolve().is_relative_to(
-                (paths.REPO_ROOT / "results").resolve()):
+        """Store `value` (atomically, with provenance; `seconds`: what computing it took).
+
+        A value equal (within `verify.REL_TOL`) to the one already stored keeps the stored
+        record, provenance included: re-running a chapter that changes nothing churns no file.
+        Under `verify` (the freshness gate) a different value is an error naming the record."""
+        if os.environ.get("LAYERLAB_DRY") == "1" and self._in_repository():
             raise CacheError("the dry run (LAYERLAB_DRY=1) must not write into the committed "
                              "results/: set LAYERLAB_RESULTS to a temporary folder")
         key = full_key(experiment, config)
-        record = {
-            "experiment": experiment,
-            "item": item,
-            "config": key,
-            "config_hash": config_hash(key),
-            "provenance": provenance.collect(self.profile) | (
-                {} if seconds is None else {"compute_seconds": round(seconds, 3)}),
-            "value": value,
-        }
-        text = dumps(record)  # serialise before touching the file: a bad value writes nothing
-        atomic_write_text(self.path(experiment, config, item), text)
+        path = self.path(experiment, config, item)
+        plain = json.loads(dumps(value))  # serialise first: a bad value writes nothing
+        if path.is_file():
+            old = self.read_record(path)
+            diff = verify.difference(old["value"], plain, rel_tol=verify.REL_TOL)
+            if diff is None:
+                return old["value"]
+            if verify.active():  # the gate writes nothing: a different value is stale
+                diff = verify.difference(old["value"], plain, rel_tol=verify.DERIVED_REL_TOL)
+                if diff is None:
+                    return old["value"]
+                raise verify.Stale(f"{path}: today's code computes another value than the "
+                                   f"committed record ({diff})")
+        prov = provenance.collect(self.profile)
+        if prov["git_commit"] == "unknown" and self.profile in COMMITTED and self._in_repository():
+            raise CacheError(
+                f"refusing to write results/{self.profile}: no git commit can be read (a tree "
+                "without .git, or git missing), so the record could not say what computed it. "
+                "Run from a clone, or set LAYERLAB_RESULTS to a scratch folder.")
+        if seconds is not None:
+            prov["compute_seconds"] = round(seconds, 3)
+        record = {"experiment": experiment, "item": item, "config": key,
+                  "config_hash": config_hash(key), "provenance": prov, "value": plain,
+                  "value_sha256": value_digest(plain)}
+        atomic_write_text(path, dumps(record))
         if seconds is not None:
             self.spent += round(seconds, 3)
-        return json.loads(text)["value"]
+        return plain
+
+    def _in_repository(self) -> bool:
+        return self.folder.resolve().is_relative_to((paths.REPO_ROOT / "results").resolve())
 
     def may_compute(self, what: str) -> None:
         """With `$LAYERLAB_CACHE_ONLY=1`, a missing result is an error instead of a computation
@@ -254,16 +323,20 @@ class Cache:
             raise LookupError(f"{what} is not in {self.folder} and LAYERLAB_CACHE_ONLY=1")
 
     def cached(self, experiment: str, config: Mapping[str, Any], compute: Callable[[], Any],
-               *, force: bool = False) -> Any:
-        """The stored value for (experiment, config), computing and storing it if absent."""
+               *, force: bool = False, item: str | None = None) -> Any:
+        """The stored value for (experiment, config[, item]), computing and storing it if
+        absent. Under the freshness gate a stored value may be recomputed and compared
+        (`layerlab.verify`)."""
         if not force:
-            hit = self.lookup(experiment, config)
+            hit = self.lookup(experiment, config, item)
             if hit is not MISSING:
+                verify.check(self, experiment, config, item, hit, compute)
                 return hit
-        self.may_compute(experiment)
+        self.may_compute(experiment if item is None else f"{experiment}/{item}")
         started = time.perf_counter()
         value = compute()
-        return self.put(experiment, config, value, seconds=time.perf_counter() - started)
+        return self.put(experiment, config, value, item=item,
+                        seconds=time.perf_counter() - started)
 
     def for_each(self, experiment: str, config: Mapping[str, Any], items: Mapping[str, Any],
                  compute: Callable[[str, Any], Any], *, force: bool = False,
@@ -276,6 +349,11 @@ class Cache:
 
         keys = self._item_keys(config, items)
         out: dict[str, Any] = {} if force else self.stored_items(experiment, config, items)
+        if verify.active() and out:  # the gate recomputes some stored items (the seed's pick)
+            pick = min(out, key=lambda n: verify.draw(n))
+            for name, hit in out.items():
+                verify.check(self, experiment, keys[name], name, hit,
+                             lambda name=name: compute(name, items[name]), pick=name == pick)
         todo = [name for name in items if name not in out]
         bar = tqdm(todo, desc=experiment, disable=not (progress and todo), total=len(todo))
         for name in bar:
@@ -365,48 +443,141 @@ def devices(profile: str, experiments: Iterable[str], root: Path | None = None) 
 
 
 def status(profile: str, root: Path | None = None) -> list[dict[str, Any]]:
-    """Every record of a profile: its experiment, commit, whether that tree was dirty, and
-    whether the current code would still read it (stale: its schema version or input hashes
-    differ from today's, so its key is no longer computed)."""
+    """Every record of a profile: its experiment, commit, whether that tree was dirty, whether
+    the current code would still read it (stale: its schema version or input hashes differ from
+    today's, so its key is no longer computed), and whether it can be trusted at all
+    (`invalid`: why not — damaged, or a record under another record's name)."""
     cache = Cache(profile, root)
     rows = []
     for path in sorted(cache.folder.glob("*/*.json")):
-        record = cache.read_record(path)
+        file = str(path.relative_to(cache.folder))
+        try:
+            record = cache.read_record(path)
+        except CacheError as err:
+            rows.append({"experiment": path.parent.name, "item": None, "commit": "?",
+                         "dirty": False, "stale": False, "invalid": str(err), "file": file})
+            continue
         config = record["config"]
         base = {k: v for k, v in config.items() if k not in ("_schema", "_inputs")}
         current = full_key(record["experiment"], base)
-        commit = record["provenance"].get("git_commit", "unknown")
+        commit = str(record["provenance"].get("git_commit", "unknown"))
         rows.append({"experiment": record["experiment"], "item": record["item"],
                      "commit": commit.removesuffix("+dirty"), "dirty": commit.endswith("+dirty"),
-                     "stale": current != config, "file": str(path.relative_to(cache.folder))})
+                     "stale": current != config, "invalid": None, "file": file})
     return rows
 
 
-def import_archive(archive: Path, results_root: Path | None = None, *,
-                   allow_cpu: bool = False) -> list[str]:
-    """`layerlab results import`: unpack a `make gpu-run` archive into `results/gpu/`: only JSON records under `gpu/`, each with
-    its provenance's device (a CUDA device unless `allow_cpu`, for the dry run)."""
+class ImportRefused(ValueError):
+    """An archive that `layerlab results import` does not take (nothing is written)."""
+
+
+MEMBER_CAP = 8 << 20  # bytes: the largest gpu-run record is a few hundred kB
+
+
+def import_archive(archive: Path | Iterable[Path], results_root: Path | None = None, *,
+                   allow_cpu: bool = False, allow_dry: bool = False,
+                   replace: bool = False) -> list[str]:
+    """`layerlab results import`: unpack `make gpu-run` archives into `results/gpu/`, all or
+    nothing. Every member must be a JSON record under `<experiment>/`, whole and self-consistent
+    (`record_problem`: the record's own experiment, item and key are its name's), computed with
+    the gpu profile on a CUDA device (`allow_cpu`: on a CPU), not by a dry or shrunk run
+    (`allow_dry`: the tests' own dry archives), at most `MEMBER_CAP` bytes, and not a second
+    copy of a name with other content. A record already in `results/gpu/` with other content is
+    refused unless `replace` (the replaced names are returned with a `replaced:` prefix). The
+    first problem raises `ImportRefused` naming the archive and member; then nothing is
+    written."""
+    archives = [Path(archive)] if isinstance(archive, (str, Path)) else [Path(a) for a in archive]
+    root = (results_root or paths.results_dir()) / "gpu"
+    incoming: dict[str, tuple[Path, dict[str, Any]]] = {}
+    for path in archives:
+        for name, record in _archive_records(path, allow_cpu=allow_cpu, allow_dry=allow_dry):
+            if name in incoming and incoming[name][1] != record:
+                raise ImportRefused(f"{path}: {name} is also in {incoming[name][0]} with other "
+                                    "content; which one is right?")
+            incoming[name] = (path, record)
+    for name in incoming:  # never write through a symlink, never over a non-folder
+        target = root / name
+        for folder in (root, target.parent):
+            if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+                raise ImportRefused(f"{folder} is a symlink or not a folder; refusing to write "
+                                    f"{name} through it")
+        if target.is_symlink():
+            raise ImportRefused(f"{target} is a symlink; refusing to write through it")
+    replaced = []
+    for name, (path, record) in incoming.items():
+        target = root / name
+        if target.is_file():
+            try:
+                old = json.loads(target.read_text(encoding="utf-8"))
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                old = None
+            if old == record:
+                continue
+            if not replace:
+                raise ImportRefused(f"{path}: {name} differs from the record already in "
+                                    f"{root} (pass --replace to overwrite it)")
+            replaced.append(name)
+    written = []
+    for name, (_, record) in incoming.items():
+        target = root / name
+        text = dumps(record)
+        if target.is_file() and target.read_text(encoding="utf-8") == text:
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(target, text)
+        written.append(name)
+    return [*written, *(f"replaced: {n}" for n in replaced)]
+
+
+def _archive_records(archive: Path, *, allow_cpu: bool, allow_dry: bool
+                     ) -> list[tuple[str, dict[str, Any]]]:
     import tarfile
 
-    root = (results_root or paths.results_dir()) / "gpu"
-    written = []
-    with tarfile.open(archive, "r:gz") as tar:
-        members = tar.getmembers()
+    if not archive.is_file():
+        raise ImportRefused(f"{archive}: no such file")
+    try:
+        tar = tarfile.open(archive, "r:gz")
+    except (tarfile.TarError, OSError, EOFError) as err:
+        raise ImportRefused(f"{archive}: not a gzip-compressed tar archive ({err})") from err
+    out = []
+    with tar:
+        try:
+            members = tar.getmembers()
+        except (tarfile.TarError, OSError, EOFError) as err:
+            raise ImportRefused(f"{archive}: damaged archive ({err})") from err
+        seen: set[str] = set()
         for m in members:
             rel = Path(m.name)
-            if not m.isfile() or rel.is_absolute() or ".." in rel.parts or rel.suffix != ".json":
-                raise ValueError(f"{archive}: unexpected entry {m.name!r}; a gpu-run archive holds "
-                                 "only JSON records")
-        records = {m.name: json.loads(tar.extractfile(m).read()) for m in members}
-    for name, record in records.items():
-        device = str(record.get("provenance", {}).get("device", ""))
-        if not device.startswith("cuda") and not allow_cpu:
-            raise ValueError(f"{name}: computed on {device or 'an unknown device'}, not a GPU")
-        if record.get("provenance", {}).get("profile") != "gpu":
-            raise ValueError(f"{name}: not a gpu-profile record")
-    for name, record in records.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, json.dumps(record, indent=1, sort_keys=True) + "\n")
-        written.append(name)
-    return written
+            where = f"{archive}: {m.name!r}"
+            if (not m.isfile() or rel.is_absolute() or ".." in rel.parts or rel.suffix != ".json"
+                    or len(rel.parts) != 2):
+                raise ImportRefused(f"{where}: unexpected entry; a gpu-run archive holds only "
+                                    "<experiment>/<record>.json files")
+            if m.name in seen:
+                raise ImportRefused(f"{where}: the archive holds this name twice")
+            seen.add(m.name)
+            if m.size > MEMBER_CAP:
+                raise ImportRefused(f"{where}: {m.size} bytes, over the {MEMBER_CAP}-byte cap "
+                                    "for one record")
+            try:
+                data = tar.extractfile(m).read(MEMBER_CAP + 1)
+                record = json.loads(data.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError) as err:
+                raise ImportRefused(f"{where}: not a UTF-8 JSON record ({err})") from err
+            except (tarfile.TarError, OSError, EOFError) as err:
+                raise ImportRefused(f"{where}: cannot be read ({err})") from err
+            problem = record_problem(record, rel)
+            if problem:
+                raise ImportRefused(f"{where}: {problem}")
+            prov = record["provenance"]
+            device = str(prov.get("device", ""))
+            if not device.startswith("cuda") and not allow_cpu:
+                raise ImportRefused(f"{where}: computed on {device or 'an unknown device'}, "
+                                    "not a GPU")
+            if prov.get("profile") != "gpu":
+                raise ImportRefused(f"{where}: not a gpu-profile record")
+            if prov.get("dry") and not allow_dry:
+                raise ImportRefused(f"{where}: written by a dry run (shrunk sizes, e.g. "
+                                    "`make gpu-check`), not a real result")
+            out.append((m.name, record))
+    return out

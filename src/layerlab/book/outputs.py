@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from layerlab import paths
+from layerlab import paths, verify
 
 VOLATILE = [
     (re.compile(r"altair-viz-[0-9a-f]+"), "altair-viz-ID"),
@@ -37,7 +37,7 @@ VOLATILE = [
 # float64 sum or product differ between CPUs (SIMD width, BLAS kernels), and chart data carries
 # full precision.
 NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
-REL_TOL, ABS_TOL = 1e-9, 1e-12
+REL_TOL, ABS_TOL = verify.REL_TOL, verify.ABS_TOL  # one tolerance for pages and records
 KEPT_MIME = ("text/plain", "text/html", "text/markdown", "text/latex", "image/svg+xml")
 
 
@@ -114,19 +114,61 @@ def differences(committed: dict[str, Any], fresh: dict[str, Any], *, context: in
     return found
 
 
+# `make test` recomputes every derived record and this many seconds of sampled expensive ones;
+# `make check-outputs FULL=1` recomputes every record (hours on the 2-core machine).
+SAMPLE_BUDGET_S = 120.0
+SAMPLE_RATE = 0.02
+LAST_RECOMPUTED: dict[str, Any] = {}  # what the last `check` recomputed, per class
+
+
+def reports(root: Path | None = None) -> dict[str, list[str]]:
+    """Each committed report page against the page rendered today from its report.json."""
+    from layerlab.report import page
+
+    found = {}
+    for folder in sorted((root or paths.results_dir()).glob("*/reports/*")):
+        name = f"{folder.parent.parent.name}/reports/{folder.name}"
+        try:
+            fresh = page.render(json.loads((folder / "report.json").read_text(encoding="utf-8")))
+            committed = (folder / "report.html").read_text(encoding="utf-8")
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            found[name] = [f"cannot render: {type(err).__name__}: {err}"]
+            continue
+        found[name] = [] if fresh == committed else [
+            "report.html differs from the page rendered today from its report.json:\n" + "\n".join(
+                _clip(line) for line in list(difflib.unified_diff(
+                    committed.splitlines(), fresh.splitlines(), "committed", "fresh", n=1,
+                    lineterm=""))[:20])]
+    return found
+
+
 def check(chapters: list[str] | None = None, *, profile: str = "cpu",
-          timeout: int | None = 900) -> dict[str, list[str]]:
+          timeout: int | None = 900, recompute: str = "sample",
+          budget: float = SAMPLE_BUDGET_S, seed: str = "0") -> dict[str, list[str]]:
     """Re-execute the chapters from the committed results only; differences per chapter.
-    The results folder is copied first, so the check writes nothing into the repository."""
+
+    Every profile's results folder is copied first (chapters show the committed gpu records
+    beside the cpu ones), so the check writes nothing into the repository. While the chapters
+    run, stored records are recomputed from today's code and compared (`layerlab.verify`:
+    `recompute` is derived, sample — derived plus a seeded sample of expensive records within
+    `budget` seconds — or all); what was recomputed is printed and returned under
+    "recomputed". The committed report pages are compared with their report.json too."""
     from layerlab import cli
 
     root = paths.results_dir()
     work = Path(tempfile.mkdtemp(prefix="layerlab-check-"))
+    log = work / "verify.jsonl"
     found: dict[str, list[str]] = {}
     try:
-        if (root / profile).is_dir():
-            shutil.copytree(root / profile, work / "results" / profile)
-        with cli.environ(LAYERLAB_CACHE_ONLY="1", LAYERLAB_RESULTS=str(work / "results")):
+        for folder in sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []:
+            if folder.name != "smoke":  # never committed: a test run's scratch results
+                shutil.copytree(folder, work / "results" / folder.name,
+                                ignore=shutil.ignore_patterns("cache"))
+        env = {"LAYERLAB_CACHE_ONLY": "1", "LAYERLAB_RESULTS": str(work / "results"),
+               "LAYERLAB_VERIFY": recompute, "LAYERLAB_VERIFY_LOG": str(log),
+               "LAYERLAB_VERIFY_BUDGET": str(budget), "LAYERLAB_VERIFY_SEED": seed,
+               "LAYERLAB_VERIFY_RATE": str(SAMPLE_RATE)}
+        with cli.environ(**env):
             for py in cli._notebooks(chapters or []):
                 start = time.perf_counter()
                 out = work / py.with_suffix(".ipynb").name
@@ -141,6 +183,16 @@ def check(chapters: list[str] | None = None, *, profile: str = "cpu",
                 state = "ok" if not found[py.stem] else f"{len(found[py.stem])} difference(s)"
                 print(f"check-outputs: {py.stem} {state} ({time.perf_counter() - start:.0f} s)",
                       flush=True)
+        if not chapters:
+            for name, diffs in reports(work / "results").items():
+                found[name] = diffs
+                print(f"check-outputs: {name} {'ok' if not diffs else 'differs'}", flush=True)
+        done = verify.summary(log)
+        for kind, row in done.items():
+            print(f"check-outputs: recomputed {row['records']} {kind} records in "
+                  f"{row['seconds']:.0f} s ({row['statuses']})", flush=True)
+        LAST_RECOMPUTED.clear()
+        LAST_RECOMPUTED.update(done)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return found
@@ -150,8 +202,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m layerlab.book.outputs", description=__doc__)
     parser.add_argument("chapters", nargs="*", help="prefixes such as 05 (default: all)")
     parser.add_argument("--profile", default="cpu")
+    parser.add_argument("--recompute", choices=verify.MODES, default="sample",
+                        help="derived records only; plus a seeded sample of expensive ones "
+                             "(default); or every record (FULL=1)")
+    parser.add_argument("--budget", type=float, default=SAMPLE_BUDGET_S,
+                        help="seconds of sampled expensive recomputation, all chapters together")
+    parser.add_argument("--seed", default="0", help="which expensive records are sampled")
     args = parser.parse_args(argv)
-    found = check(args.chapters, profile=args.profile)
+    found = check(args.chapters, profile=args.profile, recompute=args.recompute,
+                  budget=args.budget, seed=args.seed)
     bad = {k: v for k, v in found.items() if v}
     for stem, diffs in bad.items():
         print(f"\n== {stem}: the committed outputs differ from a fresh run\n" + "\n".join(diffs))
