@@ -64,19 +64,78 @@ def _base(spec: str) -> tuple[str, str | None]:
     return name, (part.rstrip("]") or None)
 
 
-def tensor_types(lm: LoadedModel) -> dict[str, str]:
-    """Label → parameter name (or fused part) inside a block: Llama-style names, the same roles
-    in GPT-2 / GPT-NeoX / Phi-3 / OPT stacks, or every parameter otherwise."""
-    names = {n for n, _ in lm.blocks[0].named_parameters()}
+@dataclass(frozen=True)
+class TensorGroup:
+    """One tensor type stacked over the blocks that hold it: `tensor` (a parameter name inside a
+    block, or a fused part) of the same shape in each of `blocks` (depth order). `shape` is the
+    parameter's (the whole fused tensor's for a part). A homogeneous stack has one group per type,
+    over every block; a stack whose blocks differ (a dense first block, then mixture-of-experts
+    blocks) has a group for each tensor over the blocks that have it."""
+
+    label: str
+    tensor: str
+    blocks: tuple[int, ...]
+    shape: tuple[int, ...]
+
+
+def span(blocks: tuple[int, ...] | list[int]) -> str:
+    """Block indices in short: `L3`, `L1–4` (a run) or `L0, L2, L5`."""
+    b = list(blocks)
+    if len(b) > 1 and b == list(range(b[0], b[-1] + 1)):
+        return f"L{b[0]}–{b[-1]}"
+    return ", ".join(f"L{l}" for l in b)
+
+
+def _shapes(lm: LoadedModel) -> list[dict[str, tuple[int, ...]]]:
+    return [{n: tuple(p.shape) for n, p in b.named_parameters()} for b in lm.blocks]
+
+
+def tensor_groups(lm: LoadedModel) -> list[TensorGroup]:
+    """The tensor types of the stack, each over the blocks that hold it with the same shape.
+
+    Where one table of roles (Llama names, or the same roles in GPT-2 / GPT-NeoX / Phi-3 / OPT
+    stacks) fits every block, its types over the whole depth; otherwise every parameter, grouped
+    by name and shape, in name order. A group over part of the depth is labelled with its blocks
+    (`mlp.experts.down_proj (L1–4)`)."""
+    shapes = _shapes(lm)
+    every = tuple(range(len(shapes)))
     for table in (LLAMA_TYPES, *OTHER_TYPES.values()):
-        if {_base(spec)[0] for spec in table.values()} <= names:
-            return dict(table)
-    return {n: n for n in sorted(names)}
+        bases = {_base(spec)[0] for spec in table.values()}
+        if all(bases <= s.keys() and all(s[n] == shapes[0][n] for n in bases) for s in shapes):
+            return [TensorGroup(label, spec, every, shapes[0][_base(spec)[0]])
+                    for label, spec in table.items()]
+    found: dict[tuple[str, tuple[int, ...]], list[int]] = {}
+    for l, s in enumerate(shapes):
+        for name, shape in s.items():
+            found.setdefault((name, shape), []).append(l)
+    groups = []
+    for (name, shape), blocks in sorted(found.items(), key=lambda kv: (kv[0][0], kv[1][0])):
+        label = name if len(blocks) == len(every) else f"{name} ({span(blocks)})"
+        groups.append(TensorGroup(label, name, tuple(blocks), shape))
+    return groups
 
 
-def stack(lm: LoadedModel, name: str) -> np.ndarray:
-    """[L, n] float32: the flattened tensor `name` of every layer, in depth order."""
-    return np.stack([value(b, name).float().cpu().reshape(-1).numpy() for b in lm.blocks])
+def tensor_types(lm: LoadedModel) -> dict[str, str]:
+    """Label → parameter name (or fused part) inside a block, for the types every block holds
+    (`tensor_groups` over the whole depth): Llama-style names, the same roles in GPT-2 / GPT-NeoX /
+    Phi-3 / OPT stacks, or every parameter otherwise."""
+    L = lm.n_layers
+    return {g.label: g.tensor for g in tensor_groups(lm) if len(g.blocks) == L}
+
+
+def stack(lm: LoadedModel, name: str, blocks: tuple[int, ...] | list[int] | None = None
+          ) -> np.ndarray:
+    """[blocks, n] float32: the flattened tensor `name` of each of `blocks` (default: every
+    block), in depth order."""
+    idx = list(range(lm.n_layers)) if blocks is None else list(blocks)
+    base = _base(name)[0]
+    missing = [l for l in idx if base not in dict(lm.blocks[l].named_parameters())]
+    if missing:
+        raise ValueError(
+            f"{name} is not a parameter of block{'s' if len(missing) > 1 else ''} "
+            f"{', '.join(map(str, missing))} of {lm.name}: its blocks differ, so stack it over "
+            "the blocks that hold it (weights.tensor_groups)")
+    return np.stack([value(lm.blocks[l], name).float().cpu().reshape(-1).numpy() for l in idx])
 
 
 def value(block: torch.nn.Module, name: str) -> torch.Tensor:

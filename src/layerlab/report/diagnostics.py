@@ -122,31 +122,58 @@ def _nanmean(x: np.ndarray) -> float:
     return float(np.nanmean(x)) if np.isfinite(x).any() else float("nan")
 
 
+# blocks a statistic needs: two consecutive deltas; a ridge fit on ≥ 2 pairs besides its target
+DELTA_MIN_BLOCKS, RIDGE_MIN_BLOCKS = 3, 4
+
+
+def _too_few(n: int, blocks: tuple[int, ...], what: str, need: int) -> str:
+    return f"{n} block{'s' if n != 1 else ''} ({w.span(blocks)}): {what} needs ≥ {need}"
+
+
 def weight_statistics(lm: models.LoadedModel, twin: models.LoadedModel,
                       cfg: ReportSettings) -> list[dict[str, Any]]:
     """Per tensor type: the mean consecutive-delta correlation of the real stack, the same layers
     shuffled, i.i.d. layers with each layer's mean and std, and the untrained twin's; ridge R²
-    (layer t−1 → t) in-sample and leave-one-out at each penalty, real and shuffled."""
+    (layer t−1 → t) in-sample and leave-one-out at each penalty, real and shuffled.
+
+    A type is stacked over the blocks that hold it (`weights.tensor_groups`): in a stack whose
+    blocks differ (a dense first block, then mixture-of-experts blocks) each group is compared
+    like with like and its row says which `blocks` it covers (absent: every block). A statistic
+    the group has too few blocks for is left out (NaN delta correlations, no ridge keys) and
+    `skipped` says why."""
     rows = []
-    for label, name in w.tensor_types(lm).items():
-        real = w.stack(lm, name)
+    for g in w.tensor_groups(lm):
+        name, n = g.tensor, len(g.blocks)
+        real = w.stack(lm, name, g.blocks)
         stacks: dict[str, Callable[[], np.ndarray]] = {
             "real": lambda real=real: real,
             "shuffled": lambda real=real: w.shuffled(real, cfg.seed),
             "iid": lambda real=real: w.matched_gaussian(real, cfg.seed),
-            "untrained": lambda name=name: w.stack(twin, name)}
-        row: dict[str, Any] = {"type": label, "tensor": name, "elements": int(real.shape[1]),
-                               "is_norm": w.value(lm.blocks[0], name).ndim == 1}
+            "untrained": lambda g=g: w.stack(twin, g.tensor, g.blocks)}
+        row: dict[str, Any] = {"type": g.label, "tensor": name, "elements": int(real.shape[1]),
+                               "is_norm": w.value(lm.blocks[g.blocks[0]], name).ndim == 1}
+        if n < lm.n_layers:
+            row["blocks"] = list(g.blocks)
+        skipped = {}
+        if n < DELTA_MIN_BLOCKS:
+            skipped["delta"] = _too_few(n, g.blocks, "the consecutive-delta correlation",
+                                        DELTA_MIN_BLOCKS)
+        if n < RIDGE_MIN_BLOCKS:
+            skipped["ridge"] = _too_few(n, g.blocks, "ridge (layer t−1 → t, leave-one-out)",
+                                        RIDGE_MIN_BLOCKS)
         for kind, make in stacks.items():
+            if "delta" in skipped:
+                row[f"delta_{kind}"] = float("nan")
+                continue
             s = make()
-            # three layers at least: two consecutive deltas
-            row[f"delta_{kind}"] = (_nanmean(w.delta_correlation(s)) if lm.n_layers >= 3
-                                    else float("nan"))
-            if kind in ("real", "shuffled") and lm.n_layers >= 4:
+            row[f"delta_{kind}"] = _nanmean(w.delta_correlation(s))
+            if kind in ("real", "shuffled") and "ridge" not in skipped:
                 gram = w.Gram.of(s)
                 for protocol in ("in_sample", "loo"):
                     for a in cfg.ridge_alphas:
                         r2 = [r["r2"] for r in w.ridge_scores(gram, a, protocol)]
                         row[f"ridge_{protocol}_{kind}_{a:g}"] = _nanmean(r2)
+        if skipped:
+            row["skipped"] = skipped
         rows.append(row)
     return rows

@@ -146,6 +146,14 @@ def anti_layers(table: pd.DataFrame, n_layers: int) -> dict[str, str]:
                claims.REPRODUCED if anti else claims.NOT_REPRODUCED)
 
 
+def _skipped_note(short: list[dict[str, Any]], need: int) -> str:
+    """What a verdict over the groups of a stack whose blocks differ left out (empty if none)."""
+    if not short:
+        return ""
+    return (f" ({len(short)} matrix group{'s' if len(short) != 1 else ''} of fewer than {need} "
+            f"blocks left out: {', '.join(r['type'] for r in short)})")
+
+
 def delta_correlation(weights: list[dict[str, Any]]) -> dict[str, str]:
     """P2: consecutive weight deltas correlate at −0.50 — against the i.i.d. null, which gives
     −0.5 by construction for layers with no cross-layer structure."""
@@ -153,6 +161,12 @@ def delta_correlation(weights: list[dict[str, Any]]) -> dict[str, str]:
     if not mats:
         return row("P2-delta-correlation", "Consecutive weight deltas correlate at −0.50", "−0.50",
                    "no matrices", "needs weight matrices", claims.NOT_TESTABLE)
+    # groups of too few blocks (a stack whose blocks differ) carry no delta correlation
+    short = [r for r in mats if "delta" in r.get("skipped", {})]
+    mats = [r for r in mats if "delta" not in r.get("skipped", {})]
+    if not mats:
+        return row("P2-delta-correlation", "Consecutive weight deltas correlate at −0.50", "−0.50",
+                   "fewer than 3 layers", "needs ≥ 3 layers", claims.NOT_TESTABLE)
     real = np.array([r["delta_real"] for r in mats])
     iid = np.array([r["delta_iid"] for r in mats])
     if not (np.isfinite(real).all() and np.isfinite(iid).all()):
@@ -171,7 +185,7 @@ def delta_correlation(weights: list[dict[str, Any]]) -> dict[str, str]:
     return row("P2-delta-correlation", "Consecutive weight deltas correlate at −0.50 (oscillation)",
                f"{DELTA_TARGET:+.2f}",
                f"matrices {real.min():+.3f} … {real.max():+.3f}; i.i.d. null {iid.min():+.3f} … "
-               f"{iid.max():+.3f}",
+               f"{iid.max():+.3f}" + _skipped_note(short, 3),
                f"every matrix type within {DELTA_TARGET} ± {DELTA_MARGIN}; not diagnostic where each "
                f"is within {NULL_CLOSE} of a structure-free null (shuffled layers, i.i.d. layers or "
                "the untrained twin; independent layers give −0.5)", verdict)
@@ -181,6 +195,7 @@ def ridge(weights: list[dict[str, Any]], alphas: tuple[float, ...]) -> dict[str,
     """P2: a layer's weights are predictable from the previous layer's (paper: high R²) — in-sample
     against leave-one-out, at the penalty best for each."""
     mats = [r for r in weights if not r["is_norm"] and any(k.startswith("ridge_") for k in r)]
+    short = [r for r in weights if not r["is_norm"] and "ridge" in r.get("skipped", {})]
     if not mats:
         return row("P2-ridge", "Weights predictable from the previous layer (ridge R²)",
                    f"R² {paper.P2_RIDGE_R2.value}",
@@ -191,7 +206,8 @@ def ridge(weights: list[dict[str, Any]], alphas: tuple[float, ...]) -> dict[str,
     verdict = claims.REPRODUCED if loo >= PREDICTABLE else claims.NOT_REPRODUCED
     return row("P2-ridge", "A layer's weights are predictable from the previous layer's",
                f"R² {paper.P2_RIDGE_R2.value}",
-               f"mean over matrix types: in-sample R² {ins:.3f}, leave-one-out {loo:.3f}",
+               f"mean over matrix types: in-sample R² {ins:.3f}, leave-one-out {loo:.3f}"
+               + _skipped_note(short, 4),
                f"leave-one-out R² (best penalty) ≥ {PREDICTABLE}; in-sample R² alone measures fit, "
                "not prediction", verdict)
 
