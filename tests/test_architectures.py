@@ -102,3 +102,35 @@ def test_p1_statistics_match_the_angles_of_the_hidden_states(tiny_models, name):
     assert theta.shape == (lm.n_layers,)
     # float64 angles in the statistics pass vs float32 here: arccos amplifies rounding near 1
     np.testing.assert_allclose(theta, expected, rtol=0.03)
+
+
+def _padded_set(n=7):
+    from layerlab.anatomy.evalsets import EvalSet
+
+    g = torch.Generator().manual_seed(3)
+    ids = [torch.randint(3, 250, (int(t),), generator=g).tolist()
+           for t in torch.randint(3, 18, (n,), generator=g)]
+    return EvalSet("invariant", [""] * n, ids, source="random")
+
+
+@pytest.mark.parametrize("name", models.TINY)
+def test_a_rerun_from_any_layer_gives_the_models_own_logits(tiny_models, name):
+    """The evaluator re-runs an edit from the cached input of its first edited block: whatever
+    the architecture does after the blocks (Granite's logits ÷ logits_scaling, Gemma 2's
+    soft-cap, OPT's final norm) must apply, so every start layer gives the full forward's
+    losses, and the last block's output through the model's head gives the model's logits."""
+    from layerlab.anatomy.evaluator import Evaluator
+
+    lm = tiny_models[name]
+    es = _padded_set()
+    full = Evaluator(lm, es, batch_tokens=40, resume=False).base().nll  # the model's own forward
+    fast = Evaluator(lm, es, batch_tokens=40, resume=True)
+    np.testing.assert_allclose(fast.base().nll, full, rtol=1e-6)
+    for start in range(lm.n_layers):
+        np.testing.assert_allclose(fast.current(start).nll, full, rtol=1e-5, atol=1e-5,
+                                   err_msg=f"{name}: re-run from layer {start}")
+    ids = torch.tensor([es.ids[0]])
+    _, raw = models.forward_with_hidden(lm, ids)
+    with torch.no_grad():
+        torch.testing.assert_close(lm.logits_from_hidden(raw), lm.model(ids).logits,
+                                   rtol=1e-5, atol=1e-5)

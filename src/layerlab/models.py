@@ -21,13 +21,14 @@ Used by chapters 00–03 and 05–10 (through geometry, survey and anatomy.lab).
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
 from torch import nn
@@ -76,7 +77,7 @@ EXCEPTIONS: dict[str, ArchSpec] = {}
 FAMILY_ALIASES = {"gemma3_text": "gemma3"}
 # families checked end to end in tests (tiny models from config, saved with save_pretrained)
 TESTED_FAMILIES = ("gpt2", "gpt_neox", "llama", "mistral", "qwen2", "qwen3", "phi3", "opt",
-                   "gemma2", "gemma3")
+                   "gemma2", "gemma3", "granite")
 
 
 def _get_path(root: nn.Module, dotted: str) -> Any:
@@ -153,8 +154,11 @@ class LoadedModel:
     embed: nn.Module
     source: str
     add_bos: bool = False  # the tokenizer adds BOS by default, so evaluation windows start with it
-    logit_softcap: float | None = None  # Gemma 2 soft-caps its logits: c·tanh(z / c)
+    # Gemma 2 soft-caps its logits, c·tanh(z / c) (informative: the model's own forward applies it)
+    logit_softcap: float | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    # what each block returns (None: a tensor; n: a tuple of n), keyed by the blocks' identities
+    _block_forms: tuple | None = field(default=None, repr=False, compare=False)
 
     @property
     def n_layers(self) -> int:
@@ -177,12 +181,14 @@ class LoadedModel:
         return offload.execution_device(self.embed)
 
     def logits_from_hidden(self, hidden: torch.Tensor) -> torch.Tensor:
-        """Logits for a residual-stream state that has NOT been through the final norm."""
-        normed = self.final_norm(hidden) if self.final_norm is not None else hidden
-        logits = self.unembed(normed)
-        if self.logit_softcap:
-            logits = torch.tanh(logits / self.logit_softcap) * self.logit_softcap
-        return logits
+        """Logits for a residual-stream state that has NOT been through the final norm: the
+        model's own forward with every block skipped and the last one returning `hidden`, so
+        whatever the model does after its blocks (final norm, projection, Granite's
+        logits_scaling, Gemma 2's soft-cap) applies; nothing of the head is rebuilt here."""
+        ids = torch.zeros(hidden.shape[:2], dtype=torch.long, device=self.device)
+        with resumed_at(self, self.n_layers, hidden):
+            return self.model(input_ids=ids, attention_mask=torch.ones_like(ids),
+                              use_cache=False).logits
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -195,6 +201,87 @@ class LoadedModel:
             "dtype": str(self.embed.weight.dtype).replace("torch.", ""),
             "source": self.source,
         }
+
+
+def _hidden_arg(args: tuple, kwargs: dict) -> torch.Tensor:
+    return args[0] if args else kwargs["hidden_states"]
+
+
+@torch.no_grad()
+def block_output_forms(lm: LoadedModel) -> tuple[int | None, ...]:
+    """What each block returns: None for a tensor, n for a tuple of n entries (hidden state
+    first). Read once from a two-token forward pass and remembered."""
+    key = tuple(id(b) for b in lm.blocks)
+    if lm._block_forms is not None and lm._block_forms[0] == key:
+        return lm._block_forms[1]
+    forms: list[int | None] = [None] * len(lm.blocks)
+
+    def recorder(j: int) -> Callable:
+        def hook(_module: nn.Module, _args: Any, output: Any) -> None:
+            forms[j] = len(output) if isinstance(output, tuple) else None
+        return hook
+
+    handles = [b.register_forward_hook(recorder(j)) for j, b in enumerate(lm.blocks)]
+    try:
+        ids = torch.zeros(1, 2, dtype=torch.long, device=lm.device)
+        lm.model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=False)
+    finally:
+        for h in handles:
+            h.remove()
+    lm._block_forms = (key, tuple(forms))
+    return lm._block_forms[1]
+
+
+_NO_FORWARD = object()
+
+
+@contextlib.contextmanager
+def resumed_at(lm: LoadedModel, start: int, hidden: torch.Tensor) -> Iterator[LoadedModel]:
+    """Within the block, the model's own forward pass starts from `hidden` at block `start`:
+    blocks 0 … start−1 compute nothing (each returns its input, in the form it returns
+    anything) and block `start` reads `hidden` in place of what reaches it. `start ==
+    n_layers`: the last block returns `hidden`, so only the head runs on it.
+
+    Everything else is the model's own code (embeddings aside, which the skipped blocks
+    ignore): masks and rotary embeddings built as the model builds them, and after the blocks
+    its final norm, any projection, logit scaling (Granite) or soft-capping (Gemma 2). A re-run
+    from a cached block input is therefore the model's own computation from there on, for any
+    architecture; nothing of the head is rebuilt by hand."""
+    L = lm.n_layers
+    if not 0 <= start <= L:
+        raise ValueError(f"start {start} out of range 0…{L}")
+    forms = block_output_forms(lm) if start > 0 else ()
+    replaced: list[tuple[nn.Module, Any]] = []
+    handles = []
+
+    def stub_for(form: int | None, inject: torch.Tensor | None) -> Callable:
+        def stub(*args: Any, **kwargs: Any) -> Any:
+            h = inject if inject is not None else _hidden_arg(args, kwargs)
+            return h if form is None else (h, *([None] * (form - 1)))
+        return stub
+
+    def feed(_module: nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        if args:
+            return (hidden, *args[1:]), kwargs
+        return args, {**kwargs, "hidden_states": hidden}
+
+    try:
+        for j in range(start):
+            block = lm.blocks[j]
+            # an instance attribute (accelerate's offload wrapper) is put back as it was
+            replaced.append((block, block.__dict__.get("forward", _NO_FORWARD)))
+            block.forward = stub_for(forms[j], hidden if j == L - 1 else None)
+        if start < L:
+            handles.append(lm.blocks[start].register_forward_pre_hook(feed, with_kwargs=True))
+        yield lm
+    finally:
+        for h in handles:
+            h.remove()
+        for block, saved in replaced:
+            if saved is _NO_FORWARD:
+                del block.forward
+            else:
+                block.forward = saved
 
 
 def wrap(name: str, model: nn.Module, tokenizer: Any, source: str) -> LoadedModel:
@@ -279,7 +366,7 @@ def byte_tokenizer() -> Any:
 
 def tiny_config(arch: str, *, vocab_size: int = 257, layers: int = 4, width: int = 64) -> Any:
     """A small config of the given family (`gptneox`, `llama`, `opt`, `qwen2`, `gemma3`, `gpt2`,
-    `mistral`, `qwen3`, `phi3`, `gemma2`)."""
+    `mistral`, `qwen3`, `phi3`, `gemma2`, `granite`)."""
     import transformers as tf
 
     common = dict(
@@ -322,6 +409,11 @@ def tiny_config(arch: str, *, vocab_size: int = 257, layers: int = 4, width: int
         "gemma2": lambda: tf.Gemma2Config(**common, num_key_value_heads=1, head_dim=width // 4,
                                           intermediate_size=2 * width, sliding_window=32,
                                           final_logit_softcapping=30.0),
+        # Granite scales its embeddings, residual branches, attention and logits (÷ 4 here)
+        "granite": lambda: tf.GraniteConfig(**common, num_key_value_heads=2,
+                                            intermediate_size=2 * width, logits_scaling=4.0,
+                                            embedding_multiplier=12.0, residual_multiplier=0.22,
+                                            attention_multiplier=1 / 16),
     }
     if arch not in builders:
         raise UnknownModel(f"no tiny config for {arch!r}; choose one of {sorted(builders)}")
@@ -329,7 +421,7 @@ def tiny_config(arch: str, *, vocab_size: int = 257, layers: int = 4, width: int
 
 
 TINY = ("tiny-gptneox", "tiny-llama", "tiny-opt", "tiny-qwen2", "tiny-gemma3", "tiny-gpt2",
-        "tiny-mistral", "tiny-qwen3", "tiny-phi3", "tiny-gemma2")
+        "tiny-mistral", "tiny-qwen3", "tiny-phi3", "tiny-gemma2", "tiny-granite")
 
 
 def load_tiny(name: str, *, seed: int = 0, layers: int = 4, width: int = 64) -> LoadedModel:

@@ -2,10 +2,12 @@
 per layer of a 30-layer model.
 
 An edit of layer l cannot change what enters layer l, so the evaluator runs the unedited model
-once, keeps the input of every block (the residual stream plus the arguments the model passed to
-the block: rotary embeddings, attention mask), and evaluates an edit by running only blocks
-l … L−1 and the head. `resume=False` runs the whole model every time instead (for sets whose
-states would not fit in memory); both paths give the same numbers (tested).
+once, keeps the residual stream entering every block, and evaluates an edit by running the
+model's own forward pass from block l on (`models.resumed_at`: blocks 0 … l−1 compute nothing,
+block l reads the kept state), so its masks, rotary embeddings and head (final norm, Granite's
+logit scaling, Gemma 2's soft-cap, ...) are the model's own. `resume=False` runs the whole
+model every time instead (for sets whose states would not fit in memory); both paths give the
+same numbers (tested on every tested architecture).
 
 Used by chapters 05, 06, 07 and 09.
 """
@@ -20,6 +22,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from layerlab import models
 from layerlab.anatomy import edits
 from layerlab.anatomy.evalsets import EvalSet
 from layerlab.models import LoadedModel
@@ -59,13 +62,6 @@ class _Batch:
     index: torch.Tensor  # positions of its sentences in the set
     ids: torch.Tensor  # [b, T], right-padded with 0
     mask: torch.Tensor  # [b, T], 1 on real tokens
-
-
-@dataclass
-class _BlockCall:
-    hidden: torch.Tensor
-    args: tuple
-    kwargs: dict[str, Any]
 
 
 def make_batches(ids: list[list[int]], batch_tokens: int) -> list[_Batch]:
@@ -116,7 +112,7 @@ class Evaluator:
         state_bytes = padded * lm.d_model * 4 * lm.n_layers
         self.resume = state_bytes <= STATE_BUDGET_BYTES if resume is None else resume
         self.progress = progress
-        self._states: list[list[_BlockCall]] | None = None
+        self._states: list[list[torch.Tensor]] | None = None  # [batch][block] block inputs
         self._base: Scores | None = None
 
     def _logits(self, batch: _Batch) -> torch.Tensor:
@@ -129,15 +125,14 @@ class Evaluator:
     def _capture(self) -> Scores:
         if edits.active(self.lm) is not None:
             raise RuntimeError("capture the evaluator's base states before applying any edit")
-        states: list[list[_BlockCall]] = []
+        states: list[list[torch.Tensor]] = []
         nll = torch.zeros(len(self.evalset.ids), dtype=torch.float64)
         for batch in self.batches:
-            calls: list[_BlockCall] = []
+            calls: list[torch.Tensor] = []
 
             def keep(_module: Any, args: tuple, kwargs: dict) -> None:
                 hidden = args[0] if args else kwargs["hidden_states"]
-                rest = {k: v for k, v in kwargs.items() if k != "hidden_states"}
-                calls.append(_BlockCall(hidden.detach(), tuple(args[1:]), rest))  # noqa: B023 - runs in this iteration
+                calls.append(hidden.detach())  # noqa: B023 - runs in this iteration
 
             handles = [b.register_forward_pre_hook(keep, with_kwargs=True)
                        for b in self.lm.blocks] if self.resume else []
@@ -167,17 +162,12 @@ class Evaluator:
         from tqdm.auto import tqdm
 
         nll = torch.zeros(len(self.evalset.ids), dtype=torch.float64)
-        blocks = self.lm.blocks
         for b, batch in enumerate(tqdm(self.batches, disable=not self.progress, leave=False)):
-            if self._states is None:
+            if self._states is None or start == 0:
                 logits = self._logits(batch)
-            else:
-                hidden = self._states[b][start].hidden
-                for j in range(start, len(blocks)):
-                    call = self._states[b][j]
-                    out = blocks[j](hidden, *call.args, **call.kwargs)
-                    hidden = out[0] if isinstance(out, tuple) else out
-                logits = self.lm.logits_from_hidden(hidden)
+            else:  # the model's own forward from block `start`, fed the kept state
+                with models.resumed_at(self.lm, start, self._states[b][start]):
+                    logits = self._logits(batch)
             nll[batch.index] = _sentence_nll(logits, batch)
         return self._scores(nll)
 
