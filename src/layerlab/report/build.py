@@ -6,6 +6,7 @@ Used by `layerlab report` and chapter 12.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from pathlib import Path
@@ -14,14 +15,14 @@ from typing import Any
 import pandas as pd
 import torch
 
-from layerlab import models, provenance, results
+from layerlab import models, offload, provenance, results
 from layerlab.anatomy.evaluator import Evaluator, Scores
 from layerlab.report import diagnostics as d
 from layerlab.report import rules, text
 from layerlab.report.text import ReportError
 from layerlab.settings import REPORT_FULL, REPORT_QUICK, ReportSettings
 
-__all__ = ["ReportError", "build", "settings_for"]
+__all__ = ["ReportError", "build", "model_fingerprint", "settings_for"]
 
 
 def settings_for(mode: str) -> ReportSettings:
@@ -87,14 +88,74 @@ def check_causal(lm: models.LoadedModel) -> None:
             "decoder that predicts the next token from the past only.")
 
 
-def _key(lm: models.LoadedModel, txt: text.ReportText, cfg: ReportSettings, dtype: str,
-         *fields: str) -> dict[str, Any]:
-    """What a step's result depends on: the model (name and weights' fingerprint), the text,
+def _tensor_digest(h: Any, name: str, t: torch.Tensor) -> None:
+    """Feed one tensor (name, dtype, shape and every byte) into the hash `h`; one tensor at a
+    time on the CPU, so hashing a large model needs memory for its largest tensor only."""
+    t = t.detach()
+    h.update(f"{name}\0{t.dtype}\0{tuple(t.shape)}\0".encode())
+    flat = t.reshape(-1).contiguous().cpu()
+    h.update(flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b"")
+
+
+def _checkpoint_files_digest(lm: models.LoadedModel) -> str:
+    """sha256 over the checkpoint files the model was read from (names and contents, streamed):
+    the fingerprint of a model whose weights are not all in memory and cannot be read back."""
+    location = Path(str(getattr(lm.model.config, "_name_or_path", "") or lm.source))
+    if not location.is_dir():
+        try:
+            from huggingface_hub import snapshot_download
+
+            location = Path(snapshot_download(str(location), local_files_only=True))
+        except Exception as err:  # noqa: BLE001 - any failure means: no files to hash
+            raise ReportError(f"{lm.name}: some weights are offloaded and the checkpoint files "
+                              f"they came from cannot be found to fingerprint them ({err})") from err
+    h = hashlib.sha256()
+    files = sorted(f for f in location.iterdir() if f.is_file() and f.suffix in
+                   (".safetensors", ".bin", ".pt", ".json", ".model", ".txt", ".gguf"))
+    for f in files:
+        h.update(f.name.encode() + b"\0")
+        with f.open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 24), b""):  # noqa: B023 - fh of this loop
+                h.update(chunk)
+    return "files:" + h.hexdigest()[:16]
+
+
+def _tokenizer_text(tokenizer: Any) -> str:
+    """The tokenizer as text: its full serialisation (vocabulary, merges, normaliser, added
+    and special tokens) where it has one, else its vocabulary and special tokens."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    special = sorted((k, str(v)) for k, v in (getattr(tokenizer, "special_tokens_map", {}) or {}).items())
+    body = backend.to_str() if backend is not None else json.dumps(sorted(tokenizer.get_vocab().items()))
+    return json.dumps([type(tokenizer).__name__, special, body])
+
+
+def model_fingerprint(lm: models.LoadedModel) -> dict[str, str]:
+    """sha256 (16 hex each) of every parameter and buffer (bytes, dtype and shape), of the
+    configuration and of the tokenizer: a step's cached result is reused only for this exact
+    model. Weights offloaded by a device map are read through the offload store; where that
+    is impossible the checkpoint files are hashed instead."""
+    h = hashlib.sha256()
+    try:
+        for kind, named in (("param", lm.model.named_parameters()), ("buffer", lm.model.named_buffers())):
+            for name, t in named:
+                value = offload.read(lm.model, name) if t.is_meta else t
+                _tensor_digest(h, f"{kind}:{name}", value)
+        weights = h.hexdigest()[:16]
+    except offload.OffloadError:
+        weights = _checkpoint_files_digest(lm)
+    config = lm.model.config.to_dict()
+    config.pop("_name_or_path", None)  # where it was read from is the key's `model`
+    return {"weights": weights,
+            "config": hashlib.sha256(results.dumps(config).encode()).hexdigest()[:16],
+            "tokenizer": hashlib.sha256(_tokenizer_text(lm.tokenizer).encode()).hexdigest()[:16]}
+
+
+def _key(lm: models.LoadedModel, fingerprint: dict[str, str], txt: text.ReportText,
+         cfg: ReportSettings, dtype: str, *fields: str) -> dict[str, Any]:
+    """What a step's result depends on: the model (name and `model_fingerprint`), the text,
     the dtype and the settings the step reads."""
-    first = next(lm.model.parameters())
-    fingerprint = float(first.detach().float().flatten()[:1000].double().sum()) if not first.is_meta else 0.0
     return {"model": lm.name, "layers": lm.n_layers, "params": lm.n_params,
-            "fingerprint": round(fingerprint, 6), "text": txt.sha, "dtype": dtype,
+            "fingerprint": fingerprint, "text": txt.sha, "dtype": dtype,
             **{f: getattr(cfg, f) for f in fields}}
 
 
@@ -128,7 +189,8 @@ def build(model: str, out: str | Path, *, mode: str = "quick", text_path: str | 
     ev_set = text.eval_set(lm.tokenizer, txt, cfg)
     blocks = text.windows(lm.tokenizer, txt, cfg, add_bos=lm.add_bos)
     twin = models.untrained_twin(lm, seed=cfg.seed)
-    key = lambda *f: _key(lm, txt, cfg, dtype, *f)  # noqa: E731
+    fingerprint = model_fingerprint(lm)  # once: every step's key holds it
+    key = lambda *f: _key(lm, fingerprint, txt, cfg, dtype, *f)  # noqa: E731
     geo_fields = ("geometry_tokens", "seq_len", "batch_size", "profiles", "seed")
 
     say("P1: hidden-state geometry (model and untrained twin)")
