@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import torch
 
-from layerlab import models
+from layerlab import cli, models
 from layerlab.anatomy.evaluator import Evaluator
 from layerlab.report import build
 from layerlab.report.build import model_fingerprint
@@ -22,6 +23,12 @@ def _save(lm: models.LoadedModel, folder: Path) -> Path:
     lm.model.save_pretrained(folder)
     lm.tokenizer.save_pretrained(folder)
     return folder
+
+
+def _report(capsys, *args: str) -> int:
+    """`layerlab report ARGS --no-progress` through cli.main, with stderr captured from here."""
+    capsys.readouterr()
+    return cli.main(["report", *args, "--no-progress"])
 
 
 def _one_line_error(capsys, rc: int, *words: str) -> str:
@@ -83,3 +90,59 @@ def test_an_offloaded_model_has_the_fingerprint_of_the_same_model_in_memory(tmp_
     split = models.load(str(folder), device_map="auto", max_memory={"cpu": "150KB"})
     assert any(p.is_meta for p in split.model.parameters())
     assert model_fingerprint(split)["weights"] == model_fingerprint(models.load(str(folder)))["weights"]
+
+
+# -- 15: encoder-decoder checkpoints, and any load that leaves weights newly initialised -------
+@pytest.fixture
+def bart_folder(tmp_path):
+    import transformers as tf
+
+    tok = models.byte_tokenizer()
+    cfg = tf.BartConfig(vocab_size=len(tok), d_model=32, encoder_layers=2, decoder_layers=2,
+                        encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64,
+                        decoder_ffn_dim=64, max_position_embeddings=256)
+    torch.manual_seed(0)
+    tf.BartForConditionalGeneration(cfg).save_pretrained(tmp_path / "bart")
+    tok.save_pretrained(tmp_path / "bart")
+    return tmp_path / "bart"
+
+
+def test_an_encoder_decoder_checkpoint_is_refused(tmp_path, bart_folder, capsys):
+    rc = _report(capsys, str(bart_folder), "--out", str(tmp_path / "o"))
+    _one_line_error(capsys, rc, "encoder-decoder")
+    assert not (tmp_path / "o" / "report.json").exists()
+
+
+def test_a_load_that_leaves_weights_newly_initialised_is_refused(tmp_path, capsys):
+    from safetensors.torch import load_file, save_file
+
+    ckpt = _save(models.load("tiny-llama"), tmp_path / "ckpt")
+    state = load_file(ckpt / "model.safetensors")
+    del state["model.layers.2.mlp.up_proj.weight"]
+    save_file(state, ckpt / "model.safetensors", metadata={"format": "pt"})
+    rc = _report(capsys, str(ckpt), "--out", str(tmp_path / "o"))
+    _one_line_error(capsys, rc, "newly initialised", "model.layers.2.mlp.up_proj.weight")
+
+
+# -- 16: hidden states that do not line up with the blocks (state-space models) -----------------
+def test_hidden_states_that_do_not_line_up_with_the_blocks_are_refused(tmp_path, capsys):
+    import transformers as tf
+
+    tok = models.byte_tokenizer()
+    cfg = tf.MambaConfig(vocab_size=len(tok), hidden_size=32, state_size=4, num_hidden_layers=4,
+                         expand=2, conv_kernel=4)
+    torch.manual_seed(0)
+    tf.MambaForCausalLM(cfg).save_pretrained(tmp_path / "mamba")
+    tok.save_pretrained(tmp_path / "mamba")
+    mamba = models.load(str(tmp_path / "mamba"))
+    assert mamba.n_layers == 4  # its block stack is found: only the alignment check refuses it
+    rc = _report(capsys, str(tmp_path / "mamba"), "--out", str(tmp_path / "o"))
+    _one_line_error(capsys, rc, "hidden states", "block")
+    assert not (tmp_path / "o" / "report.json").exists()
+
+
+@pytest.mark.parametrize("name", models.TINY)
+def test_every_tested_architecture_has_hidden_states_aligned_with_its_blocks(tiny_models, name):
+    from layerlab.report.build import check_hidden_states
+
+    check_hidden_states(tiny_models[name])  # raises ReportError when they do not line up

@@ -557,6 +557,17 @@ def _looks_like_hub_id(name: str) -> bool:
     return len(parts) == 2 and all(parts) and not name.startswith((".", "/", "~"))
 
 
+def _unavailable(name: str, location: str, err: BaseException) -> ModelNotAvailable:
+    offline = os.environ.get("HF_HUB_OFFLINE") == "1"
+    hint = (
+        " The hub is disabled here (HF_HUB_OFFLINE=1): use a local folder written by "
+        "save_pretrained, or an offline name such as 'smollm2-135m-instruct-q4'."
+        if offline
+        else " Check the id, your network, and (for gated models) `huggingface-cli login`."
+    )
+    return ModelNotAvailable(f"could not load {name!r} from {location!r}: {err}.{hint}")
+
+
 def _load_pretrained(
     name: str,
     location: str,
@@ -566,7 +577,10 @@ def _load_pretrained(
     dtype: torch.dtype,
     max_memory: dict | None = None,
 ) -> LoadedModel:
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    """Load with transformers. An encoder-decoder checkpoint is refused before its weights are
+    read (AutoModelForCausalLM would keep its decoder under a fresh head); the weights that
+    loading left newly initialised are listed in `info["newly_initialised"]`."""
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     kwargs: dict[str, Any] = {"dtype": dtype}
     if device_map is not None:
@@ -574,20 +588,26 @@ def _load_pretrained(
         if max_memory is not None:  # what does not fit goes to the next device, then to disk
             kwargs["max_memory"] = max_memory
     try:
-        tokenizer = AutoTokenizer.from_pretrained(location)
-        model = AutoModelForCausalLM.from_pretrained(location, **kwargs)
+        config = AutoConfig.from_pretrained(location)
     except (OSError, ValueError) as err:
-        offline = os.environ.get("HF_HUB_OFFLINE") == "1"
-        hint = (
-            " The hub is disabled here (HF_HUB_OFFLINE=1): use a local folder written by "
-            "save_pretrained, or an offline name such as 'smollm2-135m-instruct-q4'."
-            if offline
-            else " Check the id, your network, and (for gated models) `huggingface-cli login`."
-        )
-        raise ModelNotAvailable(f"could not load {name!r} from {location!r}: {err}.{hint}") from err
+        raise _unavailable(name, location, err) from err
+    if getattr(config, "is_encoder_decoder", False):
+        raise UnsupportedArchitecture(
+            f"{name!r} is an encoder-decoder model ({getattr(config, 'model_type', '?')}): as a "
+            "causal LM only its decoder would load, under a freshly initialised head. layerlab "
+            "measures decoder-only causal language models.")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(location)
+        model, loading = AutoModelForCausalLM.from_pretrained(location, output_loading_info=True,
+                                                              **kwargs)
+    except (OSError, ValueError) as err:
+        raise _unavailable(name, location, err) from err
     if device_map is None and device is not None:
         model = model.to(device)
-    return wrap(name, model, tokenizer, source=location)
+    lm = wrap(name, model, tokenizer, source=location)
+    lm.info["newly_initialised"] = sorted(loading.get("missing_keys") or [])
+    lm.info["unused_in_checkpoint"] = len(loading.get("unexpected_keys") or [])
+    return lm
 
 
 def known_names() -> list[str]:

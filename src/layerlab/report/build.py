@@ -50,16 +50,82 @@ def load_model(name: str, *, dtype: str = "float32", device: str | None = None,
     folder = Path(name).expanduser()
     if folder.is_dir() and not (folder / "config.json").is_file():
         raise ReportError(f"{name}: the folder has no config.json (write it with save_pretrained)")
+    from transformers.utils import logging as hf_logging
+
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # what loading would warn about is refused here, in one line
     try:
-        lm = models.load(name, dtype=torch_dtype, device=device, device_map=device_map)
-    except models.ModelNotAvailable as err:
-        if "Unrecognized configuration class" in str(err):
+        try:
+            lm = models.load(name, dtype=torch_dtype, device=device, device_map=device_map)
+        except models.ModelNotAvailable as err:
+            if "Unrecognized configuration class" in str(err):
+                raise ReportError(
+                    f"{name} is not a causal language model (AutoModelForCausalLM does not know "
+                    "its configuration); the report needs a decoder that predicts the next "
+                    "token.") from err
+            raise
+        check_causal(lm)  # first: an encoder with a fresh LM head is named as such
+        fresh = lm.info.get("newly_initialised") or []
+        if fresh:
             raise ReportError(
-                f"{name} is not a causal language model (AutoModelForCausalLM does not know its "
-                "configuration); the report needs a decoder that predicts the next token.") from err
-        raise
-    check_causal(lm)
+                f"{name}: loading it as {type(lm.model).__name__} left {len(fresh)} weights newly "
+                f"initialised ({', '.join(fresh[:3])}{', …' if len(fresh) > 3 else ''}): the "
+                "checkpoint does not hold this causal LM whole, so its report would measure "
+                "random weights.")
+        check_hidden_states(lm)
+    finally:
+        hf_logging.set_verbosity(verbosity)
     return lm
+
+
+@torch.no_grad()
+def check_hidden_states(lm: models.LoadedModel) -> None:
+    """P1's statistics read `hidden_states[l]` as the input of block l and `hidden_states[L]` as
+    the last block's output (final-normed or raw): hook the blocks and check that the model's
+    own `output_hidden_states` says the same. A state-space stack such as Mamba's lists each
+    block's output instead (no embeddings first), which would shift every P1 number by one."""
+    vocab = int(getattr(lm.model.config.get_text_config(), "vocab_size", 0) or 0)
+    ids = (torch.arange(6) * 5 + 1).remainder(max(vocab, 2))[None].to(lm.device)
+    inputs: list[torch.Tensor] = []
+    outputs: list[torch.Tensor] = []
+
+    def pre(_module: Any, args: tuple, kwargs: dict) -> None:
+        inputs.append(args[0] if args else kwargs["hidden_states"])
+
+    def post(_module: Any, _args: Any, output: Any) -> None:
+        outputs.append(output[0] if isinstance(output, tuple) else output)
+
+    handles = [b.register_forward_pre_hook(pre, with_kwargs=True) for b in lm.blocks]
+    handles += [b.register_forward_hook(post) for b in lm.blocks]
+    try:
+        hidden = lm.model(input_ids=ids, output_hidden_states=True, use_cache=False).hidden_states
+    finally:
+        for h in handles:
+            h.remove()
+
+    def same(a: torch.Tensor, b: torch.Tensor) -> bool:
+        a, b = a.float().to(b.device), b.float()
+        return a.shape == b.shape and torch.allclose(a, b, rtol=1e-4,
+                                                     atol=1e-5 * (float(b.abs().max()) + 1e-6))
+
+    L = lm.n_layers
+    why = None
+    if hidden is None or len(hidden) != L + 1 or len(inputs) != L or len(outputs) != L:
+        why = (f"it gives {0 if hidden is None else len(hidden)} hidden states for {L} blocks "
+               f"called {len(inputs)} times (expected {L + 1}: the embeddings, then each block)")
+    else:
+        bad = next((i for i in range(L) if not same(hidden[i], inputs[i])), None)
+        last = outputs[-1]
+        normed = lm.final_norm(last) if lm.final_norm is not None else last
+        if bad is not None:
+            why = f"hidden_states[{bad}] is not the input of block {bad}"
+        elif not (same(hidden[L], last) or same(hidden[L], normed)):
+            why = f"hidden_states[{L}] is neither the last block's output nor its final norm"
+    if why:
+        raise ReportError(
+            f"{lm.name}: its hidden states do not line up with its blocks ({why}; a state-space "
+            "or otherwise differently built stack?), so every per-block statistic would be "
+            "misplaced; the report needs hidden_states[l] to be the input of block l.")
 
 
 @torch.no_grad()
