@@ -5,6 +5,7 @@ checkpoints whose folders share a name."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -146,3 +147,38 @@ def test_every_tested_architecture_has_hidden_states_aligned_with_its_blocks(tin
     from layerlab.report.build import check_hidden_states
 
     check_hidden_states(tiny_models[name])  # raises ReportError when they do not line up
+
+
+# -- 18: report.json is strict JSON; the page says what a missing number means -------------------
+def _strict(text: str):
+    def refuse(constant: str):
+        raise ValueError(f"bare {constant} in report.json")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def _nulls(obj, path=""):
+    if obj is None:
+        return [path]
+    if isinstance(obj, dict):
+        return [p for k, v in obj.items() for p in _nulls(v, f"{path}.{k}")]
+    if isinstance(obj, list):
+        return [p for i, v in enumerate(obj) for p in _nulls(v, f"{path}[{i}]")]
+    return []
+
+
+def test_report_json_is_strict_json_and_the_page_explains_missing_numbers(tmp_path):
+    from layerlab.report import page
+
+    build("tiny-llama", tmp_path / "r", settings=SMALL, progress=False)
+    report = _strict((tmp_path / "r" / "report.json").read_text())
+    # the untrained twin's norms are constant: their delta correlation is undefined
+    assert any("delta_untrained" in p for p in _nulls(report)), _nulls(report)
+    html = (tmp_path / "r" / "report.html").read_text()
+    assert html == page.render(report)
+    assert page.MISSING in html and "null in report.json" in html
+    assert ">nan<" not in html.lower() and ">None<" not in html
+    # a page still renders when any number is missing, the base perplexity included
+    report["p2"]["base_ppl"] = None
+    report["p2"]["weights"][0]["delta_real"] = None
+    assert page.MISSING in page.render(report)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import time
 from pathlib import Path
 from typing import Any
@@ -225,6 +226,23 @@ def _key(lm: models.LoadedModel, fingerprint: dict[str, str], txt: text.ReportTe
             **{f: getattr(cfg, f) for f in fields}}
 
 
+def finite_or_null(obj: Any) -> Any:
+    """`obj` with every NaN or ±inf replaced by None: report.json holds `null` for a number
+    that is undefined for this model (strict JSON parsers reject bare NaN)."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: finite_or_null(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [finite_or_null(v) for v in obj]
+    return obj
+
+
+def strict_dumps(report: dict[str, Any]) -> str:
+    """report.json's text: results.dumps' layout, and an error rather than a bare NaN."""
+    return json.dumps(report, sort_keys=True, indent=1, allow_nan=False)
+
+
 def build(model: str, out: str | Path, *, mode: str = "quick", text_path: str | None = None,
           dtype: str = "float32", device: str | None = None, device_map: str | None = None,
           settings: ReportSettings | None = None, progress: bool = True,
@@ -310,9 +328,9 @@ def build(model: str, out: str | Path, *, mode: str = "quick", text_path: str | 
         "p2": {"base_ppl": base.ppl, "importance": table.to_dict("records"),
                "scaled_layers": layers, "scaling": sweep.to_dict("records"), "weights": weights},
     }
-    report = json.loads(results.dumps(report))  # plain JSON types, NaN kept as NaN
+    report = finite_or_null(json.loads(results.dumps(report)))  # plain JSON types, NaN → None
     results.atomic_write_text(out / "report.html", page.render(report))
-    results.atomic_write_text(out / "report.json", results.dumps(report))
+    results.atomic_write_text(out / "report.json", strict_dumps(report))
     say(f"wrote {out / 'report.html'} and report.json in {time.perf_counter() - started:.0f} s")
     return report
 

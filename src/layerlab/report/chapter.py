@@ -74,6 +74,11 @@ def collect(profile: Profile, *, progress: bool = True) -> dict[str, dict[str, A
     return out
 
 
+def _num(v: Any) -> float:
+    """A number from report.json, NaN where it holds null (undefined for that model)."""
+    return np.nan if v is None else v
+
+
 def _row(name: str, r: dict[str, Any]) -> dict[str, Any]:
     iv = pd.DataFrame(r["p1"]["intervals"])
     trained = lambda s: iv[iv["statistic"] == s].iloc[0]  # noqa: E731
@@ -85,22 +90,22 @@ def _row(name: str, r: dict[str, Any]) -> dict[str, Any]:
     bulk = r["p1"]["bulk"]["trained"].get("all", {})
     sweep = pd.DataFrame(r["p2"]["scaling"])
     x09 = sweep[np.isclose(sweep["alpha"], 0.9)]
-    loo = [max(v for k, v in w.items() if k.startswith("ridge_loo_real_")) for w in mats
+    loo = [max(_num(v) for k, v in w.items() if k.startswith("ridge_loo_real_")) for w in mats
            if any(k.startswith("ridge_loo_real_") for k in w)]
     return {
         "model": name, "blocks": r["model"]["layers"], "parameters": r["model"]["params"],
-        "base PPL": r["p2"]["base_ppl"],
-        "middle θ (rad)": trained("middle_theta")["trained"],
-        "middle θ untrained": trained("middle_theta")["untrained"],
-        "middle θ(Δh) (rad)": trained("middle_theta_dh")["trained"],
-        "edge ratio": trained("edge_ratio")["trained"],
-        "bulk fraction": bulk.get("bulk_fraction", np.nan),
-        "CE drop by mid-depth": r["p1"]["lens"]["trained"]["drop_by_middle"],
+        "base PPL": _num(r["p2"]["base_ppl"]),
+        "middle θ (rad)": _num(trained("middle_theta")["trained"]),
+        "middle θ untrained": _num(trained("middle_theta")["untrained"]),
+        "middle θ(Δh) (rad)": _num(trained("middle_theta_dh")["trained"]),
+        "edge ratio": _num(trained("edge_ratio")["trained"]),
+        "bulk fraction": _num(bulk.get("bulk_fraction", np.nan)),
+        "CE drop by mid-depth": _num(r["p1"]["lens"]["trained"]["drop_by_middle"]),
         "peak layer": int(peak["layer"]) if peak is not None else None,
-        "peak Δ PPL (%)": float(peak["deg"]) if peak is not None else np.nan,
+        "peak Δ PPL (%)": float(_num(peak["deg"])) if peak is not None else np.nan,
         "anti-layers": int((inner["hi"] < 0).sum()),
-        "Δ-corr (matrices)": float(np.mean([w["delta_real"] for w in mats])) if mats else np.nan,
-        "Δ-corr i.i.d. null": float(np.mean([w["delta_iid"] for w in mats])) if mats else np.nan,
+        "Δ-corr (matrices)": float(np.mean([_num(w["delta_real"]) for w in mats])) if mats else np.nan,
+        "Δ-corr i.i.d. null": float(np.mean([_num(w["delta_iid"]) for w in mats])) if mats else np.nan,
         "ridge R² LOO": float(np.mean(loo)) if loo else np.nan,
         "×0.9 Δ PPL (%)": float(x09["deg"].iloc[0]) if len(x09) else np.nan,
     }

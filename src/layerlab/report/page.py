@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,19 @@ color:#222;line-height:1.45}table{border-collapse:collapse;margin:.5em 0 1.5em;f
 td,th{border:1px solid #ccc;padding:.3em .6em;vertical-align:top;text-align:left}
 th{background:#f4f4f4}.chart{margin:.5em 0 .3em}.note{color:#555;font-size:.9em}
 h2{margin-top:2em;border-bottom:1px solid #ddd}code{background:#f4f4f4;padding:0 .2em}"""
+MISSING = "—"  # a number that is undefined for this model: null in report.json
+MISSING_NOTE = (f"{MISSING} (null in report.json): a number that is undefined for this model, "
+                "such as the correlation of a tensor type whose layers are all equal (the untrained "
+                "twin's norms start at one) or a lens drop where the cross-entropy never falls; "
+                "the charts leave such points out.")
+
+
+def _missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and not math.isfinite(v))
+
+
+def _fmt(v: Any, spec: str) -> str:
+    return MISSING if _missing(v) else format(v, spec)
 
 
 def _long(per_layer: dict[str, Any]) -> pd.DataFrame:
@@ -104,7 +118,8 @@ def weight_table(report: dict[str, Any]) -> pd.DataFrame:
         row |= {f"Δ-corr {k}": r[f"delta_{k}"] for k in ("real", "shuffled", "iid", "untrained")}
         for protocol in ("in_sample", "loo"):
             for kind in ("real", "shuffled"):
-                vals = [v for k, v in r.items() if k.startswith(f"ridge_{protocol}_{kind}_")]
+                vals = [v for k, v in r.items() if k.startswith(f"ridge_{protocol}_{kind}_")
+                        and v is not None]
                 if vals:
                     row[f"R² {protocol.replace('_', '-')} {kind}"] = max(vals)
         rows.append(row)
@@ -120,7 +135,7 @@ def _table(df: pd.DataFrame, verdict_col: str | None = None) -> str:
             style = (f' style="background:{VERDICT_COLOURS.get(r[c], "#fff")}"'
                      if c == verdict_col else "")
             v = r[c]
-            text = f"{v:.4g}" if isinstance(v, float) else str(v)
+            text = _fmt(v, ".4g") if v is None or isinstance(v, float) else str(v)
             cells.append(f"<td{style}>{html.escape(text)}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
@@ -171,7 +186,7 @@ def render(report: dict[str, Any]) -> str:
         f"<p>Text: {html.escape(report['text']['source'])} "
         f"({report['text']['evaluation']['predicted_tokens']} predicted tokens for P2, "
         f"{report['text']['windows'][0]} windows of {report['text']['windows'][1]} tokens for P1). "
-        f"Base perplexity {report['p2']['base_ppl']:.2f}.</p>",
+        f"Base perplexity {_fmt(report['p2']['base_ppl'], '.2f')}.</p>",
         "<h2>This model against the papers' findings</h2>",
         "<p class='note'>“reproduced”: this model shows the paper's finding by the stated rule; "
         "“not diagnostic”: the untrained twin (same configuration, fresh initialisation) or a "
@@ -187,8 +202,9 @@ def render(report: dict[str, Any]) -> str:
               "<h3>Weight statistics per tensor type</h3>", _table(weights),
               "<h2>Provenance</h2>",
               _table(pd.DataFrame([{"key": k, "value": str(v)} for k, v in prov.items()])),
-              "<p class='note'>Every number is in report.json beside this page. Charts: "
-              "Vega/Vega-Lite/Vega-Embed (BSD-3-Clause), embedded.</p>"]
+              "<p class='note'>Every number is in report.json beside this page. "
+              f"{html.escape(MISSING_NOTE)} Charts: Vega/Vega-Lite/Vega-Embed (BSD-3-Clause), "
+              "embedded.</p>"]
     scripts = "".join(f"<script>{_script_safe((VENDOR / s).read_text(encoding='utf-8'))}</script>"
                       for s in SCRIPTS)
     embed = _script_safe(json.dumps(specs))
