@@ -259,3 +259,101 @@ def test_paradox_substitutes():
     rnd = predictability.substitutes(lab, [5], "random, matched std", 1.0)[5][gate]
     assert rnd.std() == pytest.approx(s[5].std(), rel=0.05)
     assert abs(np.corrcoef(rnd, s[5])[0, 1]) < 0.05
+
+
+# -- fused projections cut by the config's head counts (issue 25, case 17) ------------------------
+def _bigcode(multi_query: bool) -> models.LoadedModel:
+    """A tiny GPTBigCode (StarCoder's stack): multi-query attention fuses q (4 heads) with one
+    key and one value head in `attn.c_attn`; without it, q, k, v interleave per head."""
+    from transformers import AutoModelForCausalLM, GPTBigCodeConfig
+
+    tok = models.byte_tokenizer()
+    cfg = GPTBigCodeConfig(vocab_size=len(tok), n_embd=64, n_layer=4, n_head=4,
+                           multi_query=multi_query, n_positions=256,
+                           bos_token_id=len(tok) - 1, eos_token_id=len(tok) - 1)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = AutoModelForCausalLM.from_config(cfg)
+    return models.wrap("tiny-gpt_bigcode", model, tok, source="random init (seed 0)")
+
+
+def _fused_model(kind: str) -> models.LoadedModel:
+    return {"gpt_bigcode-mqa": lambda: _bigcode(True), "gpt_bigcode-mha": lambda: _bigcode(False)
+            }.get(kind, lambda: models.load_tiny(f"tiny-{kind}"))()
+
+
+# every fused layout: (model, fused parameter, parts, how the parts sit in the tensor); the
+# expected rows per part come from the config here, independently of weights.py
+FUSED = [("gpt2", "attn.c_attn.weight", "qkv", "columns"),
+         ("gptneox", "attention.query_key_value.weight", "qkv", "per head"),
+         ("phi3", "self_attn.qkv_proj.weight", "qkv", "rows"),
+         ("phi3", "mlp.gate_up_proj.weight", ("gate", "up"), "rows"),
+         ("gpt_bigcode-mqa", "attn.c_attn.weight", "qkv", "rows"),
+         ("gpt_bigcode-mha", "attn.c_attn.weight", "qkv", "per head")]
+
+
+def _expected_rows(cfg, parts) -> list[int]:
+    if tuple(parts) == ("gate", "up"):
+        return [cfg.intermediate_size] * 2
+    heads = cfg.num_attention_heads
+    hd = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
+    kv = (1 if cfg.multi_query else heads) if cfg.model_type == "gpt_bigcode" else \
+        getattr(cfg, "num_key_value_heads", None) or heads
+    return [heads * hd, kv * hd, kv * hd]
+
+
+@pytest.mark.parametrize("kind,name,parts,layout", FUSED, ids=[f"{k}-{n}" for k, n, *_ in FUSED])
+def test_fused_parts_join_back_exactly_and_follow_the_head_counts(kind, name, parts, layout):
+    lm = _fused_model(kind)
+    cfg = lm.model.config
+    block = lm.blocks[1]
+    whole = dict(block.named_parameters())[name].detach()
+    got = [w.value(block, f"{name}[{p}]") for p in parts]
+    fan_in = whole.shape[0] if layout == "columns" else whole.shape[1]
+    rows = _expected_rows(cfg, parts)
+    assert [tuple(g.shape) for g in got] == [(r, fan_in) for r in rows]  # [out, in] each
+    assert sum(g.numel() for g in got) == whole.numel()
+    if layout == "columns":  # GPT-2's Conv1D, [in, out]: q | k | v columns
+        joined = torch.cat([g.T for g in got], dim=1)
+    elif layout == "rows":
+        joined = torch.cat(got, dim=0)
+    else:  # per head: (q, k, v) of head_dim rows each, head after head
+        heads = cfg.num_attention_heads
+        joined = torch.cat([g.reshape(heads, -1, fan_in) for g in got], dim=1).reshape(whole.shape)
+    assert torch.equal(joined, whole)
+    spec = {p: f"{name}[{p}]" for p in parts}
+    assert all(w.tensor_types(lm)[p] == spec[p] for p in parts)
+
+
+@pytest.mark.parametrize("multi_query", [True, False], ids=["mqa", "mha"])
+def test_gpt_bigcode_parts_are_the_projections_its_forward_pass_uses(multi_query):
+    lm = _bigcode(multi_query)
+    attn = lm.blocks[2].attn
+    x = torch.randn(3, 64, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        fused = attn.c_attn(x) - attn.c_attn.bias
+    hd = attn.head_dim
+    if multi_query:  # modeling_gpt_bigcode: split((embed_dim, kv_dim, kv_dim))
+        q, k, v = fused.split((attn.embed_dim, attn.kv_dim, attn.kv_dim), dim=-1)
+    else:  # view(heads, 3 · head_dim).split(3 × [head_dim])
+        q, k, v = (t.reshape(3, -1) for t in fused.view(3, attn.num_heads, 3 * hd).split(hd, dim=-1))
+    for part, expected in zip("qkv", (q, k, v)):
+        cut = w.value(lm.blocks[2], f"attn.c_attn.weight[{part}]")
+        torch.testing.assert_close(x @ cut.T, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_a_fused_tensor_whose_config_disagrees_is_refused():
+    lm = _bigcode(True)
+    lm.blocks[0].attn.config.multi_query = False  # config no longer matches the [96, 64] weight
+    lm.blocks[0].attn.config.num_key_value_heads = 4
+    with pytest.raises(ValueError, match="c_attn"):
+        w.value(lm.blocks[0], "attn.c_attn.weight[k]")
+
+
+def test_a_fused_tensor_of_an_unknown_model_type_is_taken_whole_not_cut_by_a_guess(monkeypatch):
+    lm = _bigcode(True)
+    monkeypatch.delitem(w.FUSED_LAYOUTS, "gpt_bigcode")
+    types = w.tensor_types(lm)
+    assert "attn.c_attn.weight" in types.values() and not any("[" in t for t in types.values())
+    with pytest.raises(KeyError, match="gpt_bigcode"):
+        w.value(lm.blocks[0], "attn.c_attn.weight[q]")

@@ -32,8 +32,9 @@ MATRIX_TYPES = ("q", "k", "v", "o", "gate", "up", "down")
 
 
 # The same nine roles in other block stacks. "name[part]" is one part of a fused projection
-# (GPT-2's c_attn, GPT-NeoX's query_key_value, Phi-3's qkv_proj and gate_up_proj), cut out in
-# the [out, in] orientation; GPT-2's Conv1D weights are stored [in, out], and every statistic
+# (GPT-2's and GPTBigCode's c_attn, GPT-NeoX's query_key_value, Phi-3's qkv_proj and
+# gate_up_proj), cut out in the [out, in] orientation by the config's head counts
+# (FUSED_LAYOUTS, by model type); GPTBigCode's blocks use GPT-2's names; GPT-2's Conv1D weights are stored [in, out], and every statistic
 # here is element-wise (correlations, Gram matrices, singular values), hence the same either way.
 OTHER_TYPES: dict[str, dict[str, str]] = {
     "gpt2": {
@@ -90,18 +91,33 @@ def _shapes(lm: LoadedModel) -> list[dict[str, tuple[int, ...]]]:
     return [{n: tuple(p.shape) for n, p in b.named_parameters()} for b in lm.blocks]
 
 
+def _layouts_known(lm: LoadedModel, table: dict[str, str]) -> bool:
+    """Every fused part of `table` has a layout for this model's type (otherwise its parameters
+    are taken whole, not cut by a guess)."""
+    for spec in table.values():
+        base, part = _base(spec)
+        if part is not None:
+            try:
+                fused_layout(lm.blocks[0], base)
+            except KeyError:
+                return False
+    return True
+
+
 def tensor_groups(lm: LoadedModel) -> list[TensorGroup]:
     """The tensor types of the stack, each over the blocks that hold it with the same shape.
 
-    Where one table of roles (Llama names, or the same roles in GPT-2 / GPT-NeoX / Phi-3 / OPT
-    stacks) fits every block, its types over the whole depth; otherwise every parameter, grouped
+    Where one table of roles (Llama names, or the same roles in GPT-2 / GPTBigCode / GPT-NeoX /
+    Phi-3 / OPT stacks, fused parts only where the model type's layout is known) fits every
+    block, its types over the whole depth; otherwise every parameter, grouped
     by name and shape, in name order. A group over part of the depth is labelled with its blocks
     (`mlp.experts.down_proj (L1–4)`)."""
     shapes = _shapes(lm)
     every = tuple(range(len(shapes)))
     for table in (LLAMA_TYPES, *OTHER_TYPES.values()):
         bases = {_base(spec)[0] for spec in table.values()}
-        if all(bases <= s.keys() and all(s[n] == shapes[0][n] for n in bases) for s in shapes):
+        if all(bases <= s.keys() and all(s[n] == shapes[0][n] for n in bases) for s in shapes) \
+                and _layouts_known(lm, table):
             return [TensorGroup(label, spec, every, shapes[0][_base(spec)[0]])
                     for label, spec in table.items()]
     found: dict[tuple[str, tuple[int, ...]], list[int]] = {}
@@ -147,25 +163,111 @@ def value(block: torch.nn.Module, name: str) -> torch.Tensor:
     return w if part is None else fused_part(block, base, part, w)
 
 
-def fused_part(block: torch.nn.Module, name: str, part: str, w: torch.Tensor) -> torch.Tensor:
-    """One projection of a fused weight, [out, in]; the layouts are those of transformers'
-    forward passes (GPT-NeoX interleaves q, k, v per head; Phi-3 concatenates with GQA sizes)."""
+@dataclass(frozen=True)
+class FusedLayout:
+    """How the projections sit in one fused weight: `parts` in order, each `rows` output rows
+    (per head where `heads` is set: [heads, Σ rows, in], head after head; otherwise one after the
+    other), the whole stored [out, in], or [in, out] where `transposed` (GPT-2's Conv1D)."""
+
+    parts: tuple[str, ...]
+    rows: tuple[int, ...]
+    heads: int | None = None
+    transposed: bool = False
+
+    def split(self, w: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Each part, [out, in]; they join back to `w` exactly (`join`)."""
+        m = w.T if self.transposed else w
+        out, fan_in = m.shape
+        want = sum(self.rows) * (self.heads or 1)
+        if out != want:
+            raise ValueError(f"{want} output rows from the config, the tensor has {out}")
+        if self.heads is None:
+            return dict(zip(self.parts, m.split(list(self.rows), dim=0)))
+        per_head = m.reshape(self.heads, sum(self.rows), fan_in).split(list(self.rows), dim=1)
+        return {p: t.reshape(-1, fan_in) for p, t in zip(self.parts, per_head)}
+
+    def join(self, parts: dict[str, torch.Tensor]) -> torch.Tensor:
+        """The fused weight from its parts (the inverse of `split`), in the stored orientation."""
+        ps = [parts[p] for p in self.parts]
+        if self.heads is None:
+            m = torch.cat(ps, dim=0)
+        else:
+            fan_in = ps[0].shape[-1]
+            m = torch.cat([t.reshape(self.heads, -1, fan_in) for t in ps], dim=1).reshape(-1, fan_in)
+        return m.T if self.transposed else m
+
+
+def _heads(cfg: Any) -> tuple[int, int, int]:
+    """(query heads, key-value heads, head dim) from a config: num_key_value_heads where given
+    (grouped-query), one key-value head under GPTBigCode's multi_query, else as many as queries."""
+    heads = int(cfg.num_attention_heads)
+    hd = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
+    if getattr(cfg, "multi_query", None) is not None:
+        kv = 1 if cfg.multi_query else heads
+    else:
+        kv = getattr(cfg, "num_key_value_heads", None) or heads
+    return heads, int(kv), int(hd)
+
+
+def _qkv_rows(cfg: Any) -> tuple[int, int, int]:
+    heads, kv, hd = _heads(cfg)
+    return heads * hd, kv * hd, kv * hd
+
+
+# model type → fused parameter (leaf module) → its layout from the config, as transformers'
+# forward passes read it: GPT-2 splits c_attn's output columns in three; GPT-NeoX views its
+# output as [heads, 3 · head_size]; Phi-3 slices q | k | v with the key-value heads' sizes and
+# chunks gate | up; GPTBigCode slices q | k | v with one key-value head under multi_query, and
+# otherwise views [heads, 3 · head_dim] like GPT-NeoX
+FUSED_LAYOUTS: dict[str, dict[str, Any]] = {
+    "gpt2": {"c_attn": lambda c: FusedLayout(tuple("qkv"), _qkv_rows(c), transposed=True)},
+    "gpt_neox": {"query_key_value": lambda c: FusedLayout(
+        tuple("qkv"), (_heads(c)[2],) * 3, heads=_heads(c)[0])},
+    "phi3": {"qkv_proj": lambda c: FusedLayout(tuple("qkv"), _qkv_rows(c)),
+             "gate_up_proj": lambda c: FusedLayout(("gate", "up"), (c.intermediate_size,) * 2)},
+    "gpt_bigcode": {"c_attn": lambda c: (
+        FusedLayout(tuple("qkv"), _qkv_rows(c)) if c.multi_query
+        else FusedLayout(tuple("qkv"), (_heads(c)[2],) * 3, heads=_heads(c)[0]))},
+}
+
+
+def _config(block: torch.nn.Module, module_path: str) -> Any:
+    """The model config a fused module reads: on the module, its owner, the block or any of the
+    block's submodules (transformers' attention and MLP modules keep it)."""
+    path = module_path
+    while True:
+        cfg = getattr(block.get_submodule(path), "config", None)
+        if cfg is not None:
+            return cfg
+        if not path:
+            break
+        path = path.rpartition(".")[0]
+    for module in block.modules():
+        if getattr(module, "config", None) is not None:
+            return module.config
+    raise KeyError(f"no config in the block holding {module_path}: its fused layout is unknown")
+
+
+def fused_layout(block: torch.nn.Module, name: str) -> FusedLayout:
+    """The layout of fused parameter `name` of `block`, from its model type and head counts."""
     module_path = name.rpartition(".")[0]
-    owner = block.get_submodule(module_path.rpartition(".")[0]) if "." in module_path else block
+    cfg = _config(block, module_path)
     leaf = module_path.rpartition(".")[2]
-    if leaf == "c_attn":  # GPT-2 Conv1D, [in, 3d]: q | k | v columns
-        return w.T.chunk(3, dim=0)["qkv".index(part)]
-    if leaf == "query_key_value":  # [heads · (q, k, v) · head_size, in]
-        hs = int(owner.head_size)
-        return w.reshape(-1, 3, hs, w.shape[-1])[:, "qkv".index(part)].reshape(-1, w.shape[-1])
-    if leaf == "qkv_proj":  # Phi-3: q | k | v rows, k and v with the key-value heads
-        hd, cfg = int(owner.head_dim), owner.config
-        sizes = [cfg.num_attention_heads * hd, cfg.num_key_value_heads * hd,
-                 cfg.num_key_value_heads * hd]
-        return w.split(sizes, dim=0)["qkv".index(part)]
-    if leaf == "gate_up_proj":  # Phi-3: gate | up rows
-        return w.chunk(2, dim=0)[("gate", "up").index(part)]
-    raise KeyError(f"no known layout for the fused tensor {name}")
+    make = FUSED_LAYOUTS.get(getattr(cfg, "model_type", None), {}).get(leaf)
+    if make is None:
+        raise KeyError(f"no known layout for the fused tensor {name} of a "
+                       f"{getattr(cfg, 'model_type', '?')!r} model")
+    return make(cfg)
+
+
+def fused_part(block: torch.nn.Module, name: str, part: str, w: torch.Tensor) -> torch.Tensor:
+    """One projection of a fused weight, [out, in], cut by the config's head counts
+    (`FUSED_LAYOUTS`)."""
+    layout = fused_layout(block, name)
+    try:
+        return layout.split(w)[part]
+    except ValueError as err:
+        raise ValueError(f"{name}: {err} (config and weights disagree)") from None
 
 
 # -- delta correlation and its null -----------------------------------------------------------
