@@ -182,3 +182,94 @@ def test_report_json_is_strict_json_and_the_page_explains_missing_numbers(tmp_pa
     report["p2"]["base_ppl"] = None
     report["p2"]["weights"][0]["delta_real"] = None
     assert page.MISSING in page.render(report)
+
+
+# -- 19: broken checkpoint folders, unusable --out and --text, same-named folders ---------------
+@pytest.mark.parametrize("damage", ["truncated", "garbage"])
+def test_a_corrupt_safetensors_file_is_one_line(tmp_path, capsys, damage):
+    ckpt = _save(models.load("tiny-llama"), tmp_path / "ckpt")
+    weights = ckpt / "model.safetensors"
+    data = weights.read_bytes()
+    weights.write_bytes(data[: len(data) // 2] if damage == "truncated" else b"\x07junk" * 99)
+    rc = _report(capsys, str(ckpt), "--out", str(tmp_path / "o"))
+    _one_line_error(capsys, rc, "model.safetensors", "truncated or corrupt")
+
+
+def test_a_folder_with_only_a_config_names_what_is_missing(tmp_path, capsys):
+    ckpt = _save(models.load("tiny-llama"), tmp_path / "ckpt")
+    for f in ckpt.iterdir():
+        if f.name != "config.json":
+            f.unlink()
+    line = _one_line_error(capsys, _report(capsys, str(ckpt), "--out", str(tmp_path / "o")),
+                           "tokenizer")
+    assert "sentencepiece" not in line
+    models.byte_tokenizer().save_pretrained(ckpt)  # a tokenizer now, still no weights
+    _one_line_error(capsys, _report(capsys, str(ckpt), "--out", str(tmp_path / "o")),
+                    "no weights")
+
+
+def test_an_out_that_is_a_file_is_refused(tmp_path, capsys):
+    (tmp_path / "o").write_text("not a folder")
+    _one_line_error(capsys, _report(capsys, "tiny-llama", "--out", str(tmp_path / "o")),
+                    "--out", "not a folder")
+    (tmp_path / "f").write_text("a file")
+    _one_line_error(capsys, _report(capsys, "tiny-llama", "--out", str(tmp_path / "f" / "o")),
+                    "--out")
+
+
+def test_a_read_only_out_is_refused_before_the_model_loads(tmp_path, capsys, monkeypatch):
+    import os
+    import tempfile
+
+    out = tmp_path / "o"
+    (out / "cache").mkdir(parents=True)
+    for folder in (out / "cache", out):
+        folder.chmod(0o555)
+    if os.geteuid() == 0:  # root writes through permission bits: act as a read-only filesystem
+        real = tempfile.mkstemp
+
+        def read_only(*args, dir=None, **kwargs):  # noqa: A002 - mkstemp's own keyword
+            if dir is not None and Path(dir).resolve().is_relative_to(out.resolve()):
+                raise PermissionError(13, "Read-only file system", str(dir))
+            return real(*args, dir=dir, **kwargs)
+
+        monkeypatch.setattr(tempfile, "mkstemp", read_only)
+    loaded = []
+    real_load = models.load
+    monkeypatch.setattr(models, "load", lambda *a, **k: loaded.append(a) or real_load(*a, **k))
+    try:
+        rc = _report(capsys, "tiny-llama", "--out", str(out))
+    finally:
+        for folder in (out, out / "cache"):
+            folder.chmod(0o755)
+    _one_line_error(capsys, rc, "--out", "not writable")
+    assert loaded == []  # refused before anything was loaded or computed
+
+
+@pytest.mark.parametrize("content", ["\0" * 5000, "\x01\x02\x03\x04 a" * 800])
+def test_text_that_is_not_text_is_refused(tmp_path, capsys, content):
+    (tmp_path / "t.txt").write_text(content)
+    rc = _report(capsys, "tiny-llama", "--text", str(tmp_path / "t.txt"), "--out",
+                 str(tmp_path / "o"))
+    _one_line_error(capsys, rc, "--text", "not text")
+
+
+def test_same_named_folders_get_their_own_default_out(tmp_path, capsys, monkeypatch):
+    from layerlab.report import build as build_function
+
+    a = _save(models.load("tiny-llama", seed=0), tmp_path / "a" / "ckpt")
+    b = _save(models.load("tiny-llama", seed=1), tmp_path / "b" / "ckpt")
+    outs = []
+
+    def small(model, out, **kwargs):  # the command's own build, at the tests' size
+        outs.append(Path(out))
+        return build_function(model, out, **{**kwargs, "settings": SMALL})
+
+    monkeypatch.setattr("layerlab.report.build", small)
+    monkeypatch.chdir(tmp_path)
+    assert _report(capsys, str(a)) == 0 and _report(capsys, str(b)) == 0
+    assert len(set(outs)) == 2 and all(o.parent == Path("reports") for o in outs)
+    assert all(o.name.startswith("ckpt-") for o in outs)
+    models_seen = [json.loads((tmp_path / o / "report.json").read_text())["model"]["source"]
+                   for o in outs]
+    assert models_seen == [str(a), str(b)]

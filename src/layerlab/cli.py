@@ -117,17 +117,32 @@ def refuse_dirty_results(profile: str, *, force: bool = False) -> None:
 
 
 def report_command(args: argparse.Namespace) -> int:
-    """`layerlab report`: errors in the input end with a one-line message and status 2."""
+    """`layerlab report`: errors in the input end with a one-line message and status 2.
+
+    The default `--out` is reports/<name>: a zoo name or hub id as itself (org/name →
+    org__name), a local folder as its name plus a short hash of its resolved path, so a/ckpt
+    and b/ckpt do not share one."""
+    import hashlib
+
     from layerlab import models
     from layerlab.report import ReportError, build
     from layerlab.results import slug
 
-    out = args.out or Path("reports") / slug(Path(args.model).name or args.model)
+    out = args.out
+    if out is None:
+        folder = Path(args.model).expanduser()
+        if folder.is_dir():
+            resolved = folder.resolve()
+            digest = hashlib.sha256(str(resolved).encode()).hexdigest()[:8]
+            out = Path("reports") / f"{slug(resolved.name)}-{digest}"
+        else:
+            out = Path("reports") / slug(args.model)
     try:
         build(args.model, out, mode=args.mode or "quick", text_path=args.text, dtype=args.dtype,
               device=args.device, device_map=args.device_map, progress=not args.no_progress)
     except (ReportError, models.ModelError) as err:
-        print(f"layerlab report: {err}", file=sys.stderr)
+        message = " ".join(str(err).split())  # one line, whatever the library's message held
+        print(f"layerlab report: {message}", file=sys.stderr)
         return 2
     return 0
 

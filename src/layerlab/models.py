@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import pickle
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -568,6 +569,32 @@ def _unavailable(name: str, location: str, err: BaseException) -> ModelNotAvaila
     return ModelNotAvailable(f"could not load {name!r} from {location!r}: {err}.{hint}")
 
 
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json",
+                   "vocab.txt", "spiece.model", "sentencepiece.bpe.model", "merges.txt",
+                   "tekken.json")
+WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.pt", "*.pth", "*.gguf", "*.h5", "*.msgpack")
+
+
+def _weights_files(folder: Path) -> str:
+    if not folder.is_dir():
+        return ""
+    return ", ".join(sorted(f.name for pattern in WEIGHT_PATTERNS for f in folder.glob(pattern)))
+
+
+def _check_folder(name: str, folder: Path) -> None:
+    """A save_pretrained folder must hold a tokenizer and weights beside its config: say which
+    is missing (transformers' own message for a missing tokenizer blames sentencepiece)."""
+    if (folder / "config.json").is_file() and not (
+            any((folder / f).is_file() for f in TOKENIZER_FILES) or any(folder.glob("*.tiktoken"))):
+        raise ModelNotAvailable(
+            f"{name}: the folder has no tokenizer ({', '.join(TOKENIZER_FILES[:3])}, …): save it "
+            "beside the weights with tokenizer.save_pretrained(folder)")
+    if (folder / "config.json").is_file() and not _weights_files(folder):
+        raise ModelNotAvailable(
+            f"{name}: the folder has no weights (model.safetensors, pytorch_model.bin or their "
+            "shards): write them with model.save_pretrained(folder)")
+
+
 def _load_pretrained(
     name: str,
     location: str,
@@ -587,6 +614,8 @@ def _load_pretrained(
         kwargs["device_map"] = device_map
         if max_memory is not None:  # what does not fit goes to the next device, then to disk
             kwargs["max_memory"] = max_memory
+    if Path(location).is_dir():
+        _check_folder(name, Path(location))
     try:
         config = AutoConfig.from_pretrained(location)
     except (OSError, ValueError) as err:
@@ -596,10 +625,17 @@ def _load_pretrained(
             f"{name!r} is an encoder-decoder model ({getattr(config, 'model_type', '?')}): as a "
             "causal LM only its decoder would load, under a freshly initialised head. layerlab "
             "measures decoder-only causal language models.")
+    from safetensors import SafetensorError
+
     try:
         tokenizer = AutoTokenizer.from_pretrained(location)
         model, loading = AutoModelForCausalLM.from_pretrained(location, output_loading_info=True,
                                                               **kwargs)
+    except (SafetensorError, EOFError, pickle.UnpicklingError) as err:
+        raise ModelNotAvailable(
+            f"could not load {name!r}: a weights file in {location!r} is truncated or corrupt "
+            f"({_weights_files(Path(location)) or 'its weights files'}: {err}). Write it again "
+            "with save_pretrained, or download it again.") from err
     except (OSError, ValueError) as err:
         raise _unavailable(name, location, err) from err
     if device_map is None and device is not None:

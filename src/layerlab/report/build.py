@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -243,6 +244,30 @@ def strict_dumps(report: dict[str, Any]) -> str:
     return json.dumps(report, sort_keys=True, indent=1, allow_nan=False)
 
 
+def check_out(out: Path) -> None:
+    """Create `out` and check that it and its step cache can be written, the way the results
+    are written (a temporary file beside the target)."""
+    import tempfile
+
+    if out.exists() and not out.is_dir():
+        raise ReportError(f"--out {out} is a file, not a folder: name a folder for the report")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ReportError(f"--out {out}: the folder cannot be created ({err.strerror or err})") from err
+    for folder in (out, out / "cache"):
+        if not folder.exists():
+            continue
+        if not folder.is_dir():
+            raise ReportError(f"--out {out}: {folder} is a file, not a folder")
+        try:
+            fd, probe = tempfile.mkstemp(dir=folder, prefix=".layerlab-write-test-")
+        except OSError as err:
+            raise ReportError(f"--out {out}: {folder} is not writable ({err.strerror or err})") from err
+        os.close(fd)
+        os.unlink(probe)
+
+
 def build(model: str, out: str | Path, *, mode: str = "quick", text_path: str | None = None,
           dtype: str = "float32", device: str | None = None, device_map: str | None = None,
           settings: ReportSettings | None = None, progress: bool = True,
@@ -255,7 +280,7 @@ def build(model: str, out: str | Path, *, mode: str = "quick", text_path: str | 
     started = time.perf_counter()
     cfg = requested = settings or settings_for(mode)
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    check_out(out)  # before loading anything: a step computed for nothing is the worst failure
     cache = results.Cache("cache", root=out)
     txt = text.load(text_path)
 

@@ -7,6 +7,7 @@ Used by `layerlab report` and chapter 12.
 from __future__ import annotations
 
 import hashlib
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,7 +50,24 @@ def load(path: str | Path | None) -> ReportText:
         raise ReportError(f"--text {path} is not UTF-8 text ({err})") from err
     if not text.strip():
         raise ReportError(f"--text {path} is empty")
+    why = not_text(text)
+    if why:
+        raise ReportError(f"--text {path} is not text: {why}. Give a UTF-8 text file.")
     return ReportText(text, str(p))
+
+
+CONTROL_SHARE = 0.25  # more control characters than this, among the non-blank ones: not text
+
+
+def not_text(text: str) -> str | None:
+    """Why `text` is not real text (NUL bytes, or mostly control characters), else None."""
+    if "\0" in text:
+        return f"it holds NUL bytes ({text.count(chr(0))}: a binary file?)"
+    visible = [c for c in text if not c.isspace()]
+    control = sum(unicodedata.category(c) == "Cc" for c in visible)
+    if visible and control > CONTROL_SHARE * len(visible):
+        return f"{control} of its {len(visible)} non-blank characters are control characters"
+    return None
 
 
 def eval_set(tokenizer: Any, text: ReportText, cfg: ReportSettings) -> evalsets.EvalSet:
