@@ -595,6 +595,23 @@ def _check_folder(name: str, folder: Path) -> None:
             "shards): write them with model.save_pretrained(folder)")
 
 
+def _config_dict(location: str) -> dict[str, Any]:
+    """The checkpoint's config.json as saved (before a model class adjusts its copy: BART's
+    causal-LM class turns is_encoder_decoder off), or {} where it cannot be read without
+    loading (loading then says what is wrong)."""
+    import json
+
+    folder = Path(location)
+    try:
+        if folder.is_dir():
+            return json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        from transformers import PretrainedConfig
+
+        return PretrainedConfig.get_config_dict(location)[0]
+    except (OSError, ValueError):
+        return {}
+
+
 def _load_pretrained(
     name: str,
     location: str,
@@ -607,7 +624,7 @@ def _load_pretrained(
     """Load with transformers. An encoder-decoder checkpoint is refused before its weights are
     read (AutoModelForCausalLM would keep its decoder under a fresh head); the weights that
     loading left newly initialised are listed in `info["newly_initialised"]`."""
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     kwargs: dict[str, Any] = {"dtype": dtype}
     if device_map is not None:
@@ -616,21 +633,17 @@ def _load_pretrained(
             kwargs["max_memory"] = max_memory
     if Path(location).is_dir():
         _check_folder(name, Path(location))
-    try:
-        config = AutoConfig.from_pretrained(location)
-    except (OSError, ValueError) as err:
-        raise _unavailable(name, location, err) from err
-    if getattr(config, "is_encoder_decoder", False):
+    config = _config_dict(location)
+    if config.get("is_encoder_decoder"):
         raise UnsupportedArchitecture(
-            f"{name!r} is an encoder-decoder model ({getattr(config, 'model_type', '?')}): as a "
+            f"{name!r} is an encoder-decoder model ({config.get('model_type', '?')}): as a "
             "causal LM only its decoder would load, under a freshly initialised head. layerlab "
             "measures decoder-only causal language models.")
     from safetensors import SafetensorError
 
     try:
         tokenizer = AutoTokenizer.from_pretrained(location)
-        model, loading = AutoModelForCausalLM.from_pretrained(location, output_loading_info=True,
-                                                              **kwargs)
+        loaded = AutoModelForCausalLM.from_pretrained(location, output_loading_info=True, **kwargs)
     except (SafetensorError, EOFError, pickle.UnpicklingError) as err:
         raise ModelNotAvailable(
             f"could not load {name!r}: a weights file in {location!r} is truncated or corrupt "
@@ -638,6 +651,8 @@ def _load_pretrained(
             "with save_pretrained, or download it again.") from err
     except (OSError, ValueError) as err:
         raise _unavailable(name, location, err) from err
+    # (model, loading info); a loader standing in for transformers may give the model alone
+    model, loading = loaded if isinstance(loaded, tuple) else (loaded, {})
     if device_map is None and device is not None:
         model = model.to(device)
     lm = wrap(name, model, tokenizer, source=location)
