@@ -116,6 +116,31 @@ def refuse_dirty_results(profile: str, *, force: bool = False) -> None:
             "LAYERLAB_RESULTS to a scratch folder.")
 
 
+def report_page_differences(root: Path) -> dict[str, list[str]]:
+    """Each committed report page (`<root>/<profile>/reports/<name>/report.html`) against the
+    page rendered today from its report.json; an empty list where they are equal."""
+    import difflib
+    import json
+
+    from layerlab.report import page
+
+    found = {}
+    for folder in sorted(root.glob("*/reports/*")):
+        name = f"{folder.parent.parent.name}/reports/{folder.name}"
+        try:
+            fresh = page.render(json.loads((folder / "report.json").read_text(encoding="utf-8")))
+            committed = (folder / "report.html").read_text(encoding="utf-8")
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            found[name] = [f"cannot render: {type(err).__name__}: {err}"]
+            continue
+        diff = [line[:240] for line in difflib.unified_diff(
+            committed.splitlines(), fresh.splitlines(), "committed", "fresh", n=1, lineterm="")]
+        found[name] = [] if fresh == committed else [
+            "report.html differs from the page rendered today from its report.json:\n"
+            + "\n".join(diff[:20])]
+    return found
+
+
 def report_command(args: argparse.Namespace) -> int:
     """`layerlab report`: errors in the input end with a one-line message and status 2.
 

@@ -122,24 +122,11 @@ LAST_RECOMPUTED: dict[str, Any] = {}  # what the last `check` recomputed, per cl
 
 
 def reports(root: Path | None = None) -> dict[str, list[str]]:
-    """Each committed report page against the page rendered today from its report.json."""
-    from layerlab.report import page
+    """Each committed report page against the page rendered today from its report.json
+    (`cli.report_page_differences`: the book does not import the report package)."""
+    from layerlab import cli
 
-    found = {}
-    for folder in sorted((root or paths.results_dir()).glob("*/reports/*")):
-        name = f"{folder.parent.parent.name}/reports/{folder.name}"
-        try:
-            fresh = page.render(json.loads((folder / "report.json").read_text(encoding="utf-8")))
-            committed = (folder / "report.html").read_text(encoding="utf-8")
-        except (OSError, ValueError, KeyError, TypeError) as err:
-            found[name] = [f"cannot render: {type(err).__name__}: {err}"]
-            continue
-        found[name] = [] if fresh == committed else [
-            "report.html differs from the page rendered today from its report.json:\n" + "\n".join(
-                _clip(line) for line in list(difflib.unified_diff(
-                    committed.splitlines(), fresh.splitlines(), "committed", "fresh", n=1,
-                    lineterm=""))[:20])]
-    return found
+    return cli.report_page_differences(root or paths.results_dir())
 
 
 def check(chapters: list[str] | None = None, *, profile: str = "cpu",
