@@ -3,7 +3,7 @@
 #   make test                     the full test suite (what CI runs)
 #   make execute PROFILE=cpu      re-run chapters and write their outputs (NB=00 for one chapter)
 #   make check-outputs            committed pages == a fresh cache-only run of every chapter,
-#                                 derived records recomputed, expensive ones sampled (FULL=1: all)
+#                                 derived records recomputed (SAMPLE=1: plus a sample of expensive ones; FULL=1: all)
 #   make gpu-dry                  every chapter with the gpu settings, shrunk, on CPU
 #   make gpu-prepare              write what a GPU machine needs beside the tree into .gpu/
 #   make gpu-check                on the GPU machine: the same program shrunk, on its GPU (minutes)
@@ -78,7 +78,7 @@ execute: install
 
 check-outputs: install
 	OMP_NUM_THREADS=1 LAYERLAB_THREADS=1 HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 \
-	  $(BIN)/python -m layerlab.book.outputs --profile cpu $(if $(FULL),--recompute all) $(NB)
+	  $(BIN)/python -m layerlab.book.outputs --profile cpu $(if $(FULL),--recompute all,$(if $(SAMPLE),--recompute sample)) $(NB)
 
 gpu-dry: install
 	OMP_NUM_THREADS=1 LAYERLAB_THREADS=1 $(BIN)/python -m layerlab.book.dryrun $(NB)
