@@ -76,12 +76,13 @@ def _gate(monkeypatch, tmp_path, mode: str, **extra: str) -> Path:
 
 
 def test_a_derived_record_that_todays_code_changes_fails_the_gate(cache, monkeypatch, tmp_path):
-    cache.cached("depth_scaling", {"fit": 1}, lambda: {"alpha": 1.25, "rows": [1.0, 2.0]})
+    monkeypatch.setattr(verify, "DERIVED", verify.DERIVED | {"a_summary"})
+    cache.cached("a_summary", {"fit": 1}, lambda: {"alpha": 1.25, "rows": [1.0, 2.0]})
     log = _gate(monkeypatch, tmp_path, "derived")
-    assert cache.cached("depth_scaling", {"fit": 1}, lambda: {"alpha": 1.25 + 1e-13,
+    assert cache.cached("a_summary", {"fit": 1}, lambda: {"alpha": 1.25 + 1e-13,
                                                               "rows": [1.0, 2.0]})["alpha"] == 1.25
-    with pytest.raises(verify.Stale, match=r"depth_scaling/.*value\.rows\[1\]: 2\.0 stored, 4\.0 now"):
-        cache.cached("depth_scaling", {"fit": 1}, lambda: {"alpha": 1.25, "rows": [1.0, 4.0]})
+    with pytest.raises(verify.Stale, match=r"a_summary/.*value\.rows\[1\]: 2\.0 stored, 4\.0 now"):
+        cache.cached("a_summary", {"fit": 1}, lambda: {"alpha": 1.25, "rows": [1.0, 4.0]})
     assert [e["status"] for e in map(json.loads, log.read_text().splitlines())] == ["same", "differs"]
 
 
