@@ -64,9 +64,6 @@ def _notebooks(names: list[str]) -> list[Path]:
     return chosen
 
 
-COMMITTED_PROFILES = ("cpu", "gpu")
-
-
 def cache_status(profile: str, *, show: bool = False) -> int:
     """Records of a profile by experiment and commit, with the dirty and stale ones counted;
     exit status 1 when any record is dirty or stale."""
@@ -99,9 +96,9 @@ def cache_status(profile: str, *, show: bool = False) -> int:
 def refuse_dirty_results(profile: str, *, force: bool = False) -> None:
     """Committed results must come from a clean tree: a record computed from uncommitted code
     cannot be reproduced by anyone. Stops unless forced or writing elsewhere."""
-    from layerlab import provenance
+    from layerlab import provenance, results
 
-    if force or profile not in COMMITTED_PROFILES or os.environ.get("LAYERLAB_RESULTS"):
+    if force or profile not in results.COMMITTED or os.environ.get("LAYERLAB_RESULTS"):
         return
     commit = provenance.git_commit()
     if commit == "unknown":

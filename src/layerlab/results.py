@@ -350,7 +350,7 @@ class Cache:
         keys = self._item_keys(config, items)
         out: dict[str, Any] = {} if force else self.stored_items(experiment, config, items)
         if verify.active() and out:  # the gate recomputes some stored items (the seed's pick)
-            pick = min(out, key=lambda n: verify.draw(n))
+            pick = min(out, key=verify.draw)
             for name, hit in out.items():
                 verify.check(self, experiment, keys[name], name, hit,
                              lambda name=name: compute(name, items[name]), pick=name == pick)
@@ -503,29 +503,29 @@ def import_archive(archive: Path | Iterable[Path], results_root: Path | None = N
                                     f"{name} through it")
         if target.is_symlink():
             raise ImportRefused(f"{target} is a symlink; refusing to write through it")
-    replaced = []
+    todo, replaced = [], []  # decided before anything is written: all or nothing
     for name, (path, record) in incoming.items():
         target = root / name
+        text = dumps(record)
         if target.is_file():
             try:
-                old = json.loads(target.read_text(encoding="utf-8"))
+                old_text = target.read_text(encoding="utf-8")
+                same = old_text == text or json.loads(old_text) == record
             except (json.JSONDecodeError, UnicodeDecodeError):
-                old = None
-            if old == record:
+                old_text, same = None, False
+            if old_text == text:
                 continue
-            if not replace:
-                raise ImportRefused(f"{path}: {name} differs from the record already in "
-                                    f"{root} (pass --replace to overwrite it)")
-            replaced.append(name)
+            if not same:
+                if not replace:
+                    raise ImportRefused(f"{path}: {name} differs from the record already in "
+                                        f"{root} (pass --replace to overwrite it)")
+                replaced.append(name)
+        todo.append((target, text))
     written = []
-    for name, (_, record) in incoming.items():
-        target = root / name
-        text = dumps(record)
-        if target.is_file() and target.read_text(encoding="utf-8") == text:
-            continue
+    for target, text in todo:
         target.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(target, text)
-        written.append(name)
+        written.append(target.relative_to(root).as_posix())
     return [*written, *(f"replaced: {n}" for n in replaced)]
 
 

@@ -143,11 +143,10 @@ def _log(entry: dict[str, Any]) -> None:
             fh.write(json.dumps(entry) + "\n")
 
 
-def _spent() -> float:
+def _logged() -> list[dict[str, Any]]:
+    """What the gate has recomputed so far, in every chapter's process (the shared log)."""
     path = os.environ.get("LAYERLAB_VERIFY_LOG")
-    if not path or not Path(path).is_file():
-        return 0.0
-    return sum(e["seconds"] for e in _entries(Path(path)) if e["class"] == "expensive")
+    return _entries(Path(path)) if path and Path(path).is_file() else []
 
 
 def _entries(path: Path) -> list[dict[str, Any]]:
@@ -158,12 +157,6 @@ def draw(name: str) -> float:
     """A record's seeded place in the sample, uniform in [0, 1)."""
     seed = os.environ.get("LAYERLAB_VERIFY_SEED", "0")
     return int(hashlib.sha256(f"{seed}:{name}".encode()).hexdigest()[:8], 16) / 16**8
-
-
-def _attempted(experiment: str) -> bool:
-    path = os.environ.get("LAYERLAB_VERIFY_LOG")
-    return bool(path) and Path(path).is_file() and any(
-        e.get("experiment") == experiment for e in _entries(Path(path)))
 
 
 def check(cache: Any, experiment: str, config: Mapping[str, Any], item: str | None,
@@ -186,10 +179,14 @@ def check(cache: Any, experiment: str, config: Mapping[str, Any], item: str | No
     limit = 0.0
     entry = {"record": name, "experiment": experiment, "class": kind}
     if kind == "expensive" and mode != "all":
-        rate = float(os.environ.get("LAYERLAB_VERIFY_RATE", "0.02"))
-        if mode == "derived" or not ((pick and not _attempted(experiment)) or draw(name) < rate):
+        if mode == "derived":
             return
-        left = float(os.environ.get("LAYERLAB_VERIFY_BUDGET", "120")) - _spent()
+        logged = _logged()  # read once: whether this experiment was tried, what was spent
+        first = pick and not any(e.get("experiment") == experiment for e in logged)
+        if not (first or draw(name) < float(os.environ.get("LAYERLAB_VERIFY_RATE", "0.02"))):
+            return
+        spent = sum(e["seconds"] for e in logged if e["class"] == "expensive")
+        left = float(os.environ.get("LAYERLAB_VERIFY_BUDGET", "120")) - spent
         limit = min(float(os.environ.get("LAYERLAB_VERIFY_CAP", "30")), left)
         if limit <= 0:
             _log({**entry, "status": "skipped (budget spent)", "seconds": 0.0})
