@@ -5,7 +5,7 @@ The whole pass takes a few minutes, so `make test` runs all of it."""
 
 import pytest
 
-from layerlab import cli
+from layerlab import cli, paths
 from layerlab.book import outputs
 
 pytestmark = pytest.mark.freshness
@@ -15,5 +15,9 @@ def test_committed_outputs_equal_a_fresh_cache_only_run(monkeypatch):
     monkeypatch.delenv("LAYERLAB_RESULTS", raising=False)  # read the committed results
     found = outputs.check(profile="cpu")
     bad = {k: v for k, v in found.items() if v}
-    assert sorted(found) == [py.stem for py in cli._notebooks([])]  # every chapter
+    chapters = [py.stem for py in cli._notebooks([])]
+    pages = sorted(f"{p.parent.parent.name}/reports/{p.name}"
+                   for p in paths.results_dir().glob("*/reports/*"))
+    assert pages  # the committed report pages are compared too
+    assert sorted(found) == sorted(chapters + pages)  # every chapter and every report page
     assert not bad, "\n\n".join(f"{k}:\n" + "\n".join(v) for k, v in bad.items())

@@ -172,6 +172,24 @@ def test_a_flipped_verdict_in_a_committed_report_page_is_found(tmp_path):
     assert outputs.reports(tmp_path)[f"cpu/reports/{folder.name}"]
 
 
+def test_a_report_page_does_not_depend_on_the_altair_theme_enabled_before_it():
+    # importing the book's plots enables its theme process-wide (as inside a pytest run): the
+    # committed pages were rendered without it and must still equal a fresh render
+    import altair as alt
+
+    from layerlab.report import page as report_page
+
+    folder = next(p for p in sorted((paths.REPO_ROOT / "results" / "cpu" / "reports").iterdir())
+                  if (p / "report.json").is_file())
+    report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+    with alt.theme.enable("default"):
+        first = report_page.render(report)
+    import layerlab.book.plots  # noqa: F401  (registers and enables the book's theme)
+
+    with alt.theme.enable("layerlab"):
+        assert report_page.render(report) == first
+
+
 # 5. the gate copies every committed profile
 def test_the_gate_copies_every_profiles_results(tmp_path, monkeypatch):
     seen = {}

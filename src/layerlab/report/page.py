@@ -173,7 +173,10 @@ def render(report: dict[str, Any]) -> str:
         ("sweep", sweep_chart(report),
          "All matrices of the least important layers scaled by α; bars are 95 % intervals."),
     ]
-    specs = {name: chart.to_dict() for name, chart, _ in charts}
+    # Altair's default theme, whatever is enabled globally: importing the book's plots enables
+    # its theme process-wide, and a page must not depend on what was imported before it
+    with alt.theme.enable("default"):
+        specs = {name: chart.to_dict() for name, chart, _ in charts}
     summary = pd.DataFrame(report["summary"])[["finding", "paper", "this model", "rule", "verdict"]]
     imp = pd.DataFrame(report["p2"]["importance"])
     classes = imp.pivot(index="layer", columns="method", values="class").reset_index()
