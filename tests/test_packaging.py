@@ -46,3 +46,26 @@ def test_readme_test_command_is_what_ci_runs():
     readme = (ROOT / "README.md").read_text()
     assert re.search(r"^\s*time make test\s*$", ci, re.M)
     assert "make test" in readme and "make book" in readme
+
+
+def test_the_floors_file_pins_every_declared_lower_bound():
+    # `make test-floors` tests the versions pyproject.toml promises: each declared ">=" bound of
+    # a runtime dependency (torch aside: today's CPU build) is pinned in floors.txt at that
+    # version, so raising a floor in one file and not the other fails here
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    floors = {}
+    for line in (ROOT / "requirements" / "floors.txt").read_text().splitlines():
+        if "==" in line and not line.startswith("#"):
+            name, version = line.split("==")
+            floors[name.lower()] = version.strip()
+    for spec in deps:
+        name, bound = re.match(r"([A-Za-z0-9_.-]+)>=([0-9.a-z]+)$", spec).groups()
+        if name == "torch":
+            continue
+        pinned = floors[name.lower()]
+        assert [int(x) for x in pinned.split(".")][:len(bound.split("."))] == \
+            [int(x) for x in bound.split(".")], (spec, pinned)

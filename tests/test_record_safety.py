@@ -158,7 +158,9 @@ def test_every_committed_experiment_is_classified_by_the_gate():
     assert verify.DERIVED <= set(results.SCHEMAS) and set(verify.TOLERANCE) <= set(results.SCHEMAS)
 
 
-# 4. committed report pages against their report.json
+# 4. committed report pages against their report.json (rendered with the locked Altair: the
+# floors run, on another Altair, leaves these to the freshness tier)
+@pytest.mark.freshness
 def test_a_flipped_verdict_in_a_committed_report_page_is_found(tmp_path):
     src = paths.REPO_ROOT / "results" / "cpu" / "reports"
     folder = next(p for p in sorted(src.iterdir()) if (p / "report.json").is_file())
@@ -172,6 +174,7 @@ def test_a_flipped_verdict_in_a_committed_report_page_is_found(tmp_path):
     assert outputs.reports(tmp_path)[f"cpu/reports/{folder.name}"]
 
 
+@pytest.mark.freshness
 def test_a_report_page_does_not_depend_on_the_altair_theme_enabled_before_it():
     # importing the book's plots enables its theme process-wide (as inside a pytest run): the
     # committed pages were rendered without it and must still equal a fresh render
