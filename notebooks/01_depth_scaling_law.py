@@ -271,7 +271,9 @@ plots.aspect_chart(optimal, scaling.chinchilla_shapes(data))
 # %% [markdown]
 # ## Verdict
 #
-# Each verdict below is computed from the results above with the tolerance stated beside it.
+# Each claim was declared before its numbers were read and is decided by the one procedure of
+# [How the verdicts are decided](../decisions.md): the table gives its band and control and the
+# step that decided it; that page quotes the paper and gives the reason for each band.
 
 # %%
 setting = (f"Chinchilla runs (Epoch AI extraction), {len(kept)} points; "
@@ -291,9 +293,9 @@ claims.record(chapter_claims, profile.name)
 # almost perfectly confounded with c_ℓ, and reasonable outlier cuts move it by more than the
 # stated ±0.3. The unit of resampling matters too: the runs share far fewer shapes, and
 # resampling whole shapes widens the interval. P1-C4 and P1-C5 are therefore judged on the
-# shape-bootstrap interval — C4 as an equivalence test against 1.2 ± 0.3, C5 by whether the
-# interval separates 1 (averaging) from 2 (Euler steps); an interval holding both means these
-# data cannot tell the two mechanisms apart, whatever the point estimate says.
+# shape-bootstrap interval: C4 against the paper's own 95 % interval, C5 against a band that
+# ends halfway between 1 (averaging) and 2 (Euler steps); an interval reaching past that edge
+# means these data cannot tell the two mechanisms apart, whatever the point estimate says.
 #
 # ## What we did differently, and why
 #

@@ -186,10 +186,9 @@ print(predictability.k_reading(result["outputs"]))
 # %% [markdown]
 # ## Verdict
 #
-# Rules: **R²** — out-of-sample R² within 0.1 of 0.91 under both the forward split (at its best
-# α) and leave-one-out. **Paradox** — one replaced layer within ±15 points of +16 % and nine above
-# 10^5 PPL, on both sets; *not diagnostic* when the mean of the training layers, which carries no
-# information about the layer, meets both numbers too.
+# Each claim was declared before its numbers were read and is decided by the one procedure of
+# [How the verdicts are decided](../decisions.md): the table gives its band and control and the
+# step that decided it; that page quotes the paper and gives the reason for each band.
 
 # %%
 setting = (f"profile {profile.name}: {lab.model_name}, float32 weights (from Q4_1); paradox on "

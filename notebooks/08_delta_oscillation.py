@@ -134,11 +134,9 @@ inv
 # %% [markdown]
 # ## Verdict
 #
-# Rules: the **value** holds when every tensor type's mean lies within ±0.05 of −0.50. The
-# **oscillation** needs structure beyond −1/2 in every basis: each weight matrix element-wise
-# below both structure-free nulls, and each aligned and invariant measure below its own null, by
-# more than 0.05; a stack of uncorrelated layers sits at −1/2 by algebra, so anything less is not
-# an oscillation.
+# Each claim was declared before its numbers were read and is decided by the one procedure of
+# [How the verdicts are decided](../decisions.md): the table gives its band and control and the
+# step that decided it; that page quotes the paper and gives the reason for each band.
 
 # %%
 setting = f"profile {profile.name}: {lab.model_name} weights (Q4_1, dequantised to float32)"

@@ -111,12 +111,9 @@ corr.round(3)
 # %% [markdown]
 # ## Verdict
 #
-# Rules: **steps** — at fixed σ, L14 and L17 need 0 steps (already within 1.05 × base) and L8
-# and L11 at least 100 (half the paper's 200; censored counts), in every seed; a layer failing
-# in every seed fails the claim, seeds that disagree leave it untestable. **Importance** — under
-# equal initial damage, the area-under-the-curve ρ interval above 0 → reproduced (unless
-# steps-to-recover, valid when half the layers recover, correlate negatively); its upper bound
-# below 0.3 → not reproduced; otherwise not testable at this budget.
+# Each claim was declared before its numbers were read and is decided by the one procedure of
+# [How the verdicts are decided](../decisions.md): the table gives its band and control and the
+# step that decided it; that page quotes the paper and gives the reason for each band.
 
 # %%
 setting = (f"profile {profile.name}: {lab.model_name}; layers {list(cfg.layers)}; σ = {cfg.sigma}; "

@@ -134,11 +134,9 @@ growth.comparison(cv).round(3)
 # %% [markdown]
 # ## Verdict
 #
-# Rules (in the paper's regime, over the verdict's paired seeds): **loss ratio** — the 95 %
-# interval of uniform / GTT inside a factor of 2 of 4.7; **half budget** — the interval of GTT −
-# uniform below 0; **faster** — the interval of 1 − GTT/uniform wall-clock inside 13 % ± 10 points;
-# **cost** — 1 − GTT/uniform FLOPs within 54 % ± 10 points. An interval on the wrong side fails
-# the claim; one across a bound leaves it untestable at this number of seeds.
+# Each claim was declared before its numbers were read and is decided by the one procedure of
+# [How the verdicts are decided](../decisions.md): the table gives its band and control and the
+# step that decided it; that page quotes the paper and gives the reason for each band.
 
 # %%
 setting = (f"profile {profile.name}: {cfg.layers}-layer Llama-style model, d = {cfg.width}, "

@@ -21,11 +21,15 @@
 # a claim whose chapter has not been run on this profile still gets a row, marked *not testable
 # at this budget*. Click a claim to open its chapter.
 #
-# Verdicts: **reproduced** (every check of the stated tolerance passes), **partly reproduced**
-# (some do), **not reproduced** (none do), **not testable at this budget** (this profile cannot
-# measure it, e.g. a run that has not converged on two CPU cores, or an interval too wide to
-# decide), **not diagnostic** (an untrained model of the same configuration shows the signature
-# as well, so it says nothing about what training built).
+# Every verdict is made by one procedure from a declaration written before the numbers were
+# read ([How the verdicts are decided](../decisions.md) lists each claim's band, control and
+# reason): a failed precondition, or an interval that straddles the band's edge, is **not testable
+# at this budget**; an interval outside the band is **not reproduced**; a presence signature
+# that the negative control (an untrained twin, a shuffled or i.i.d. null) shows as well is **not
+# diagnostic**; an interval inside the band is **reproduced**, or **partly reproduced** where one
+# of the claim's other stated parts fails. Claims computed from one experiment share a *finding*:
+# the first count below is per finding, the second per claim, with claims that quote only a
+# secondary summary of the paper counted apart.
 #
 # **Which result.** A claim measured on both this profile and a stronger one (`gpu` beside `cpu`:
 # its settings are at least as large in every size that sets power, checked by
@@ -72,7 +76,10 @@ from layerlab.depth import family, geometry
 
 profile = profiles.setup(seed=0)
 table = verdicts.table(profile.name)
-print(f"profile {profile.name}: {len(table)} claims")
+print(f"profile {profile.name}: {len(table)} claims in {table['finding'].nunique()} findings")
+verdicts.finding_counts(table)
+
+# %%
 verdicts.counts(table)
 
 # %%

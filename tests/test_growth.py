@@ -132,3 +132,72 @@ def test_regimes_and_errors():
         growth.data(dataclasses.replace(CFG, regime="nope"), tok, 5)
     with pytest.raises(ValueError, match="stacked"):
         growth.gstack_program(dataclasses.replace(CFG, layers=10))
+
+
+# -- the four C6 claims (one finding), decided by claims.decide -------------------------------------
+def _finals(gtt, uniform, *, seconds=(1.0, 0.87), flops=(1.0, 0.46), layer_steps=(1.0, 0.5),
+            regime=growth.TUNED):
+    """The last evaluation of GTT and uniform per seed (what the claims read from the curves)."""
+    import pandas as pd
+
+    rows = []
+    for seed, (g, u) in enumerate(zip(gtt, uniform)):
+        for arm, loss, i in (("uniform", u, 0), ("gtt", g, 1)):
+            rows.append({"regime": regime, "seed": seed, "arm": arm, "val_loss": loss,
+                         "seconds": seconds[i], "flops": flops[i],
+                         "layer_steps": layer_steps[i], "tokens": (10, 13)[i],
+                         "step": (10, 13)[i]})
+    return pd.DataFrame(rows)
+
+
+def _verdicts(cv):
+    return {c.id: (c.verdict, c.decided_by) for c in growth.assess(cv, "test")}
+
+
+PAPER_LIKE = _finals([0.127, 0.125, 0.130], [0.599, 0.61, 0.59])
+
+
+def test_growth_claims_share_one_finding_and_pass_on_the_paper_numbers():
+    from layerlab import claims
+    from layerlab.anatomy.declarations import DECLARATIONS
+
+    found = growth.assess(PAPER_LIKE, "test")
+    assert {c.verdict for c in found} == {claims.REPRODUCED}
+    assert len({DECLARATIONS[c.id].finding for c in found}) == 1
+    assert DECLARATIONS["P2-C6-half-budget"].from_summary
+    assert not DECLARATIONS["P2-C6-loss-ratio"].from_summary
+    assert "pending" in DECLARATIONS["P2-C6-half-budget"].precondition
+    ratio = next(c for c in found if c.id == "P2-C6-loss-ratio")
+    assert ratio.numbers["estimate"][0] == pytest.approx(4.7, rel=0.02)
+    assert ratio.numbers["layer_steps_share"] == pytest.approx(0.5)
+
+
+def test_growth_claims_fail_and_abstain():
+    from layerlab import claims
+
+    # GTT worse than uniform: ratio and half budget fail; no time or FLOPs saved
+    v = _verdicts(_finals([0.9, 0.84, 0.91], [0.64, 0.59, 0.62], seconds=(1.0, 1.04),
+                          flops=(1.0, 0.97)))
+    assert {k: x[0] for k, x in v.items()} == dict.fromkeys(v, claims.NOT_REPRODUCED)
+    # GTT better, but by less than half the 4.7× (and than √2.1): the half budget claim partly
+    v = _verdicts(_finals([0.5, 0.51, 0.49], [0.6, 0.61, 0.59]))
+    assert v["P2-C6-loss-ratio"][0] == claims.NOT_REPRODUCED
+    assert v["P2-C6-half-budget"] == (claims.PARTLY, "secondary fails: 2.1× lower loss")
+    # seeds that disagree: the interval straddles the band
+    v = _verdicts(_finals([0.1, 0.3, 0.12], [0.6, 0.62, 0.58]))
+    assert v["P2-C6-loss-ratio"] == (claims.NOT_TESTABLE,
+                                     "primary: the interval straddles the band's edge")
+
+
+def test_growth_claim_preconditions():
+    from layerlab import claims
+
+    one_seed = _verdicts(_finals([0.127], [0.599]))
+    assert one_seed["P2-C6-loss-ratio"][0] == claims.NOT_TESTABLE
+    assert "an interval needs 2" in one_seed["P2-C6-faster"][1]
+    assert one_seed["P2-C6-cost"][0] == claims.REPRODUCED  # fixed by the program: no interval
+    more = _verdicts(_finals([0.127, 0.125, 0.130], [0.599, 0.61, 0.59], layer_steps=(1.0, 0.8)))
+    assert more["P2-C6-half-budget"][0] == claims.NOT_TESTABLE
+    assert "80% of uniform's layer-steps" in more["P2-C6-half-budget"][1]
+    other = _verdicts(_finals([0.127, 0.125, 0.130], [0.599, 0.61, 0.59], regime="natural"))
+    assert all(v == claims.NOT_TESTABLE and "paper's regime" in s for v, s in other.values())

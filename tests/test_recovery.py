@@ -4,6 +4,7 @@ restore, censoring, the area under the curve and the equal-damage calibration.""
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import pandas as pd
 import pytest
@@ -90,28 +91,103 @@ def test_correlation_ranks_censored_layers_last():
 
 
 CFG = recovery.RecoveryConfig(steps=300, eval_every=20, taus=(0.05,), eval_set="E1")
+BASE = 50.0
 
 
-def _steps_table(fast: float | None, slow: float | None, seeds=(0, 1), fast_seed1=None):
-    rows = []
+def _run(steps: float | None, cfg=CFG, base=BASE) -> list[tuple[int, float]]:
+    """A damaged run that first recovers (≤ 1.05 × base) at `steps` (None: never) and stops."""
+    end = cfg.steps if steps is None else int(steps)
+    out = [(s, base * 1.5) for s in range(0, end + 1, cfg.eval_every)]
+    if steps is not None:
+        out[-1] = (end, base)
+    return out
+
+
+def _steps_result(fast, slow, seeds=(0, 1), fast_seed1=None, layers=(8, 11, 14, 17)):
+    """Fixed-σ runs of the named layers: table and curves consistent with each other."""
+    rows, curves = [], []
     for seed in seeds:
-        for layer in (14, 17):
-            v = fast_seed1 if (seed == 1 and fast_seed1 is not None) else fast
-            rows.append({"condition": "fixed σ", "layer": layer, "seed": seed, "steps τ=0.05": v})
-        for layer in (8, 11):
-            rows.append({"condition": "fixed σ", "layer": layer, "seed": seed, "steps τ=0.05": slow})
+        for layer in layers:
+            v = slow if layer in (8, 11) else (
+                fast_seed1 if (seed == 1 and fast_seed1 is not None) else fast)
+            run = _run(v)
+            rows.append({"condition": "fixed σ", "layer": layer, "seed": seed, "steps τ=0.05": v,
+                         "base_ppl": BASE, "damaged_ppl": run[0][1]})
+            curves += [{"condition": "fixed σ", "layer": layer, "seed": seed, "step": s, "ppl": p}
+                       for s, p in run]
+    return {"table": pd.DataFrame(rows), "curves": pd.DataFrame(curves)}
+
+
+def _no_damage(layers=(8, 11, 14, 17), seeds=(0, 1), drift: dict[int, float] | None = None):
+    """No-damage runs to the step limit: flat at base, or rising to `drift[layer]` × base."""
+    rows = []
+    for layer in layers:
+        for seed in seeds:
+            for s in range(0, CFG.steps + 1, CFG.eval_every):
+                up = (drift or {}).get(layer, 1.0)
+                rows.append({"layer": layer, "seed": seed, "step": s,
+                             "ppl": BASE * (1 + (up - 1) * min(1.0, s / 100))})
     return pd.DataFrame(rows)
 
 
-def test_steps_rule_passes_fails_and_abstains():
-    assert recovery.steps_rule(_steps_table(0, None), CFG)[0] == claims.REPRODUCED  # censored = slow
-    assert recovery.steps_rule(_steps_table(0, 200), CFG)[0] == claims.REPRODUCED
-    assert recovery.steps_rule(_steps_table(None, None), CFG)[0] == claims.NOT_REPRODUCED
-    assert recovery.steps_rule(_steps_table(0, 20), CFG)[0] == claims.NOT_REPRODUCED
-    # the fast layers recover at once in one seed only: the seeds disagree
-    assert recovery.steps_rule(_steps_table(0, 200, fast_seed1=40), CFG)[0] == claims.NOT_TESTABLE
-    missing = _steps_table(0, 200)
-    assert recovery.steps_rule(missing[missing["layer"] != 8], CFG)[0] == claims.NOT_TESTABLE
+def _steps(result, no_damage=None, cfg=CFG):
+    return recovery.assess_steps(result, cfg, "test", no_damage)
+
+
+def test_steps_claim_reproduced_only_with_its_control():
+    r = _steps_result(0, None)  # fast layers at once, slow ones censored (> 300)
+    assert _steps(r, _no_damage()).verdict == claims.REPRODUCED
+    c = _steps(r, _no_damage(layers=(8, 11, 14)))  # L17's no-damage runs missing
+    assert c.verdict == claims.NOT_TESTABLE and c.decided_by == "control: not measured"
+    assert c.numbers["reference"].startswith("base (no-damage runs incomplete")
+    c = _steps(r)
+    assert c.verdict == claims.NOT_TESTABLE and c.decided_by == "control: not measured"
+    assert c.finding == _steps(_steps_result(0, 200), _no_damage()).finding
+    assert _steps(_steps_result(0, 200), _no_damage()).verdict == claims.REPRODUCED
+
+
+def test_steps_claim_fails_partly_and_abstains():
+    # the anti-layers need as long as the core: the contrast fails, control or not
+    c = _steps(_steps_result(140, 120))
+    assert c.verdict == claims.NOT_REPRODUCED and c.decided_by.startswith("primary")
+    assert c.numbers["per_layer"]["L14"] == [False, False]
+    # a clear contrast, but the anti-layers are not healed at once
+    c = _steps(_steps_result(20, 200), _no_damage())
+    assert c.verdict == claims.PARTLY and "anti-layers at once" in c.decided_by
+    # the seeds disagree: one contrast passes, the other fails
+    c = _steps(_steps_result(0, 120, fast_seed1=60), _no_damage())
+    assert c.verdict == claims.NOT_TESTABLE and "straddles" in c.decided_by
+    # a named layer missing, or another noise level: preconditions
+    r = _steps_result(0, 200)
+    r["table"] = r["table"][r["table"]["layer"] != 8]
+    assert "common seed" in _steps(r, _no_damage()).decided_by
+    c = _steps(_steps_result(0, 200), _no_damage(), dataclasses.replace(CFG, sigma=1.0))
+    assert c.verdict == claims.NOT_TESTABLE and "50 % noise" in c.decided_by
+
+
+def test_steps_control_that_shows_the_contrast_is_not_diagnostic():
+    # fine-tuning alone pushes the undamaged core layers 30 % above base and keeps them there
+    c = _steps(_steps_result(0, None), _no_damage(drift={8: 1.3, 11: 1.3}))
+    assert c.verdict == claims.NOT_DIAGNOSTIC
+    assert c.numbers["control"][1] >= 100
+
+
+def test_recovered_is_judged_against_the_no_damage_run():
+    # the damaged run reaches 1.05 × base at 100, but fine-tuning alone reaches 0.8 × base:
+    # against the no-damage run it has not recovered when it stopped
+    run = _run(100)
+    ref = {s: BASE * 0.8 for s in range(0, CFG.steps + 1, CFG.eval_every)}
+    assert recovery.steps_interval(run, BASE, CFG) == (100.0, 100.0)
+    assert recovery.steps_interval(run, BASE, CFG, ref) == (120.0, 320.0)
+    assert recovery.steps_interval(_run(None), BASE, CFG) == (320.0, 320.0)  # censored
+    # fine-tuning alone leaves base behind: the damaged run is within 1.05 × it sooner
+    ref = {s: BASE * 1.5 for s in range(0, CFG.steps + 1, CFG.eval_every)}
+    assert recovery.steps_interval(run, BASE, CFG, ref) == (0.0, 0.0)
+    # the area against base is the chapter's own (summarise) area
+    cfg = recovery.RecoveryConfig(steps=40, eval_every=10, taus=(0.05,))
+    curve = [{"step": 0, "ppl": 20.0}, {"step": 10, "ppl": 12.0}, {"step": 20, "ppl": 10.4}]
+    assert recovery.area([(c["step"], c["ppl"]) for c in curve], 10.0, cfg) == pytest.approx(
+        recovery.summarise(curve, 10.0, cfg)["auc"])
 
 
 def _noise_table(damaged: float, seeds=(0, 1)):
@@ -126,26 +202,80 @@ def test_anti_layer_summary_is_worded_from_the_ratios():
     assert "within the threshold" in recovery.anti_layer_summary(_noise_table(51.0))
 
 
-def _corr(rho_auc, lo, hi, steps_rho=0.5, recovered=10):
+def _corr(rho_auc, lo, hi, steps=(0.5, 0.1, 0.9), control=None, short=""):
+    """`correlate`'s table; `control` (ρ, lo, hi) adds no-damage rows and the reference."""
+    ref = "no-damage run" if control else "base"
     rows = [{"condition": c, "recovery measure": m, "spearman_rho": r, "ci_low": a, "ci_high": b,
-             "layers": 14, "recovered": recovered, "counts": c == "equal damage"}
+             "layers": 14, "recovered": 10, "counts": c == "equal damage", "reference": ref,
+             "short of target": short if c == "equal damage" else ""}
             for c in ("fixed σ", "equal damage")
-            for m, r, a, b in (("steps τ=0.05", steps_rho, -1, 1),
-                               ("area under the curve", rho_auc, lo, hi))]
+            for m, r, a, b in (("steps τ=0.05", *steps), ("area under the curve", rho_auc, lo, hi))]
+    if control:
+        rows += [{"condition": recovery.NO_DAMAGE, "recovery measure": m, "spearman_rho": control[0],
+                  "ci_low": control[1], "ci_high": control[2], "layers": 14, "recovered": 14,
+                  "counts": False, "reference": "base", "short of target": ""}
+                 for m in ("steps τ=0.05", "area under the curve")]
     return pd.DataFrame(rows)
 
 
-def test_importance_rule_uses_equal_damage_and_its_interval():
-    assert recovery.importance_rule(_corr(0.7, 0.3, 0.9), CFG) == claims.REPRODUCED
-    assert recovery.importance_rule(_corr(-0.2, -0.6, 0.2), CFG) == claims.NOT_REPRODUCED
-    assert recovery.importance_rule(_corr(0.3, -0.2, 0.7), CFG) == claims.NOT_TESTABLE
-    # steps valid (most layers recovered) and negative: the area alone does not carry it
-    assert recovery.importance_rule(_corr(0.7, 0.3, 0.9, steps_rho=-0.4), CFG) == claims.NOT_REPRODUCED
-    # steps mostly censored: their sign does not count
-    assert recovery.importance_rule(_corr(0.7, 0.3, 0.9, steps_rho=-0.4, recovered=3),
-                                    CFG) == claims.REPRODUCED
-    assert recovery.importance_rule(_corr(float("nan"), float("nan"), float("nan")),
-                                    CFG) == claims.NOT_TESTABLE
+def _importance(corr):
+    return recovery.assess_importance(corr, CFG, "test")
+
+
+NAN = float("nan")
+
+
+def test_importance_claim_every_branch():
+    quiet = (NAN, NAN, NAN)  # fine-tuning alone: the area is 0 everywhere, ρ undefined
+    assert _importance(_corr(0.7, 0.3, 0.9, control=quiet)).verdict == claims.REPRODUCED
+    c = _importance(_corr(0.7, 0.3, 0.9))
+    assert c.verdict == claims.NOT_TESTABLE and c.decided_by == "control: not measured"
+    c = _importance(_corr(0.7, 0.3, 0.9, control=(0.6, 0.2, 0.9)))
+    assert c.verdict == claims.NOT_DIAGNOSTIC
+    c = _importance(_corr(0.7, 0.3, 0.9, steps=(-0.6, -0.9, -0.2), control=quiet))
+    assert c.verdict == claims.PARTLY and "steps" in c.decided_by
+    assert _importance(_corr(-0.5, -0.8, -0.1)).verdict == claims.NOT_REPRODUCED
+    c = _importance(_corr(0.3, -0.2, 0.7, control=quiet))
+    assert c.verdict == claims.NOT_TESTABLE and "straddles" in c.decided_by
+    c = _importance(_corr(0.7, 0.3, 0.9, control=quiet, short="L25"))
+    assert c.verdict == claims.NOT_TESTABLE and "L25 did not reach" in c.decided_by
+    c = _importance(_corr(NAN, NAN, NAN))
+    assert c.verdict == claims.NOT_TESTABLE and "undefined" in c.decided_by
+
+
+def test_correlate_judges_against_the_no_damage_runs_and_adds_the_control():
+    layers, deg = [1, 2, 3, 4, 5, 6], [1.0, 5.0, 900.0, 40.0, 10.0, 300.0]
+    steps = [0, 20, None, 100, 60, 200]  # slower for the more important layers
+    table, curves = [], []
+    for l, v in zip(layers, steps):
+        run = _run(v)
+        table.append({"condition": "equal damage", "layer": l, "seed": 0, "base_ppl": BASE,
+                      "damaged_ppl": 2 * BASE, "steps τ=0.05": v,
+                      "auc": recovery.area(run, BASE, CFG)})
+        curves += [{"condition": "equal damage", "layer": l, "seed": 0, "step": s, "ppl": p}
+                   for s, p in run]
+    table, curves = pd.DataFrame(table), pd.DataFrame(curves)
+    table["damaged_ppl"] = 2 * BASE
+    imp = pd.DataFrame({"set": "E1", "method": "neighbour_average", "layer": layers, "deg": deg})
+    cfg = dataclasses.replace(CFG, equal_damage=2.0)
+    plain = recovery.correlate(table, imp, cfg)
+    assert set(plain["reference"]) == {"base"} and recovery.NO_DAMAGE not in set(plain["condition"])
+    flat = recovery.correlate(table, imp, cfg, curves=curves,
+                              no_damage=_no_damage(layers, (0,)))
+    eq = flat.set_index(["condition", "recovery measure"])
+    assert eq.loc[("equal damage", "area under the curve"), "reference"] == "no-damage run"
+    assert eq.loc[("equal damage", "area under the curve"), "spearman_rho"] == pytest.approx(1.0)
+    assert math.isnan(eq.loc[(recovery.NO_DAMAGE, "area under the curve"), "spearman_rho"])
+    # fine-tuning alone drifts up with importance: the control tracks importance too
+    drift = recovery.correlate(table, imp, cfg, curves=curves, no_damage=_no_damage(
+        layers, (0,), drift=dict(zip(layers, [1.0, 1.1, 1.6, 1.3, 1.2, 1.5]))))
+    ctrl = drift.set_index(["condition", "recovery measure"]).loc[
+        (recovery.NO_DAMAGE, "area under the curve")]
+    assert ctrl["spearman_rho"] == pytest.approx(1.0)
+    with pytest.raises(ValueError):
+        recovery.correlate(table, imp, cfg, no_damage=_no_damage(layers, (0,)))
+    short = table.assign(damaged_ppl=[2 * BASE] * 5 + [1.5 * BASE])
+    assert recovery.correlate(short, imp, cfg).iloc[0]["short of target"] == "L6"
 
 
 def test_smoke_chapter_runs_and_judges(lab):

@@ -169,24 +169,29 @@ def test_assess_gives_a_verdict_for_every_claim(data):
     found = scaling.assess(paper, conv, boot, scan, m2, "test", shape_boot=shapes,
                            huber=scaling.fit_huber(data, conv))
     by_id = {c.id: c for c in found}
+    assert set(by_id) == {d.id for d in scaling.DECLARATIONS.values() if d.chapter == scaling.CHAPTER}
     assert by_id["P1-C1-outlier-cut"].verdict == claims.REPRODUCED
     assert by_id["P1-C2-alpha-l-paper-recipe"].verdict == claims.REPRODUCED
+    assert by_id["P1-C3-other-exponents"].verdict == claims.REPRODUCED
     assert by_id["P1-C6-minus-two-variant"].verdict == claims.REPRODUCED
-    assert all(c.verdict in claims.VERDICTS for c in found)
+    assert all(c.verdict in claims.VERDICTS and c.decided_by and c.band_reason for c in found)
+
+
+def _claim(id_: str, verdict: str = claims.REPRODUCED) -> claims.Claim:
+    return claims.Claim(id=id_, paper=id_[:2], chapter="ch", statement="s", paper_value="1",
+                        ours="1.0", rule="r", verdict=verdict, setting="t")
 
 
 def test_claims_register_and_collect(tmp_path):
     from layerlab import results
 
     cache = results.Cache("smoke", root=tmp_path)
-    c = claims.Claim("P1-X", "P1", "ch", "s", "1", "1.0", "±0", claims.judge({"a": True}), "t")
-    claims.register(c, "smoke", cache)
+    claims.register(_claim("P1-X"), "smoke", cache)
     table = claims.collect("smoke", cache)
     assert table.loc[0, "id"] == "P1-X" and table.loc[0, "verdict"] == claims.REPRODUCED
-    assert claims.judge({"a": True, "b": False}) == claims.PARTLY
-    assert claims.judge({"a": False}) == claims.NOT_REPRODUCED
     with pytest.raises(ValueError):
-        claims.Claim("x", "P3", "ch", "s", "1", "1", "r", claims.REPRODUCED, "t")
+        claims.Claim(id="x", paper="P3", chapter="ch", statement="s", paper_value="1", ours="1",
+                     rule="r", verdict=claims.REPRODUCED, setting="t")
 
 
 def test_scipy_reaches_the_same_optimum(data):
@@ -201,8 +206,7 @@ def test_record_registers_and_tabulates(tmp_path):
     from layerlab import results
 
     cache = results.Cache("smoke", root=tmp_path)
-    found = [claims.Claim(f"P2-{i}", "P2", "ch", "s", "1", "1", "r", claims.REPRODUCED, "t")
-             for i in range(3)]
+    found = [_claim(f"P2-{i}") for i in range(3)]
     shown = claims.record(found, "smoke", cache)
     assert len(shown) == 3 and list(claims.collect("smoke", cache)["id"]) == ["P2-0", "P2-1", "P2-2"]
 
@@ -241,3 +245,133 @@ def test_huber_fit_matches_least_squares_when_residuals_are_small(data):
     conv = scaling.fit(data, "converged")
     huber = scaling.fit_huber(data, conv, delta=10.0)  # δ far above every residual: plain LS
     assert huber.alpha_l == pytest.approx(conv.alpha_l, abs=1e-3)
+
+
+# --- the chapter's claims through the one decision procedure (synthetic evidence) ---------------
+R = scaling.PAPER_REPORTED
+
+
+def _fit(recipe: str = "paper", *, n_points: int = 203, depth_offset: int = 0, steps: int = 50_000,
+         n_excluded: int = 40, **params) -> scaling.Fit:
+    p = {"alpha_l": R["alpha_l"], "alpha_m": R["alpha_m"], "alpha_D": R["alpha_D"], "L0": R["L0"]}
+    se = {"alpha_l": params.pop("se", R["alpha_l_se"])}
+    p |= params
+    return scaling.Fit(recipe, p, se, n_points, 0.003, 0.01, 0.004, depth_offset=depth_offset,
+                       extra={"steps": steps, "n_excluded": n_excluded})
+
+
+def _shapes(alpha_l: float, sd: float, alpha_m: float = 1.0, sd_m: float = 0.0,
+            n: int = 400) -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    return pd.DataFrame({"alpha_l": rng.normal(alpha_l, sd, n),
+                         "alpha_m": rng.normal(alpha_m, sd_m, n), "converged": True})
+
+
+def test_chapter_declarations_build_with_bands_from_the_papers_words():
+    decl = {d.id: d for d in scaling.DECLARATIONS.values() if d.chapter == scaling.CHAPTER}
+    assert set(decl) == {"P1-C1-outlier-cut", "P1-C2-alpha-l-paper-recipe", "P1-C3-other-exponents",
+                         "P1-C4-headline", "P1-C5-ensemble-not-procedural",
+                         "P1-C6-minus-two-variant", "P1-C7-size-exponent"}
+    head = decl["P1-C4-headline"].band  # the paper's ± 0.3 is a standard error: ± 1.96 × 0.3
+    assert (head.lo, head.hi) == pytest.approx((0.612, 1.788)) and scaling.HEADLINE_BAND == (head.lo, head.hi)
+    assert decl["P1-C5-ensemble-not-procedural"].band.hi == pytest.approx(1.5)  # halfway to 2
+    assert decl["P1-C7-size-exponent"].band.hi == pytest.approx((1 / 3 + 2 / 5) / 2)
+    assert "model shapes" in decl["P1-C4-headline"].unit
+    assert not any(d.from_summary for i, d in decl.items() if i != "P1-C7-size-exponent")
+    assert decl["P1-C7-size-exponent"].from_summary
+
+
+def test_no_old_verdict_helpers_in_the_module():
+    import ast
+    import inspect
+
+    tree = ast.parse(inspect.getsource(scaling))
+    names = {n.attr if isinstance(n, ast.Attribute) else n.id for n in ast.walk(tree)
+             if isinstance(n, (ast.Name, ast.Attribute))}
+    names |= {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
+    old = {"judge", "strict", "combine", "all_hold", "equivalence", "interval_rule",
+           "against_control", "within", "interval_excludes", "ensemble_rule"}
+    assert not names & old
+
+
+@pytest.mark.parametrize("n_points,n_excluded,verdict", [
+    (203, 40, claims.REPRODUCED), (200, 40, claims.NOT_REPRODUCED), (210, 30, claims.NOT_TESTABLE)])
+def test_c1_outlier_cut(n_points, n_excluded, verdict):
+    c = scaling.assess_outlier_cut(_fit(n_points=n_points, n_excluded=n_excluded), "t")
+    assert c.verdict == verdict and c.numbers["n_points"] == n_points
+
+
+@pytest.mark.parametrize("kw,verdict,step", [
+    ({"alpha_l": 1.2015, "se": 0.2672}, claims.REPRODUCED, "primary and every secondary pass"),
+    ({"alpha_l": 1.30}, claims.NOT_REPRODUCED, "primary"),
+    ({"se": 0.40}, claims.PARTLY, "secondary fails: standard error"),
+    ({"steps": 500}, claims.NOT_TESTABLE, "precondition"),  # not the authors' 50,000 steps
+    ({"n_points": 190}, claims.NOT_TESTABLE, "precondition"),  # not the authors' points
+])
+def test_c2_paper_recipe(kw, verdict, step):
+    c = scaling.assess_paper_recipe(_fit(**kw), "t")
+    assert c.verdict == verdict and c.decided_by.startswith(step)
+
+
+@pytest.mark.parametrize("kw,verdict", [({}, claims.REPRODUCED), ({"alpha_m": 0.80}, claims.NOT_REPRODUCED),
+                                        ({"L0": 1.90}, claims.PARTLY),
+                                        ({"recipe": "converged"}, claims.NOT_TESTABLE)])
+def test_c3_other_exponents(kw, verdict):
+    assert scaling.assess_other_exponents(_fit(**kw), "t").verdict == verdict
+
+
+@pytest.mark.parametrize("center,sd,verdict,step", [
+    (1.2, 0.1, claims.REPRODUCED, "primary"), (2.5, 0.05, claims.NOT_REPRODUCED, "primary"),
+    (1.7, 0.1, claims.NOT_TESTABLE, "primary: the interval straddles"),
+    (1.2, 0.5, claims.NOT_TESTABLE, "precondition"),  # interval wider than the band
+])
+def test_c4_headline_on_the_shape_interval(center, sd, verdict, step):
+    fit = _fit("converged", alpha_l=center)
+    scan = pd.DataFrame({"recipe": "converged", "cut": [40], "alpha_l": [center]})
+    per_run = _shapes(1.2, 0.01)  # the per-run bootstrap is shown, never decides
+    c = scaling.assess_headline(fit, per_run, _shapes(center, sd), scan, fit, "t")
+    assert c.verdict == verdict and c.decided_by.startswith(step)
+    assert c.numbers["shape_lo"] < center < c.numbers["shape_hi"]
+
+
+@pytest.mark.parametrize("center,sd,verdict", [
+    (1.0, 0.1, claims.REPRODUCED), (2.3, 0.1, claims.NOT_REPRODUCED),
+    (1.45, 0.1, claims.NOT_TESTABLE), (1.3, 0.4, claims.NOT_TESTABLE)])
+def test_c5_ensemble_not_procedural(center, sd, verdict):
+    c = scaling.assess_ensemble(_shapes(1.0, 0.01), _shapes(center, sd), "t",
+                                _fit("converged", alpha_l=center))
+    assert c.verdict == verdict
+
+
+def test_c5_without_converged_resamples_is_not_testable():
+    shapes = _shapes(1.0, 0.1).assign(converged=False)
+    c = scaling.assess_ensemble(_shapes(1.0, 0.1), shapes, "t")
+    assert c.verdict == claims.NOT_TESTABLE and "converged" in c.decided_by
+
+
+@pytest.mark.parametrize("kw,verdict", [
+    ({"alpha_l": 1.0661, "se": 0.2423}, claims.REPRODUCED),
+    ({"alpha_l": 1.2014, "se": 0.2423}, claims.NOT_REPRODUCED),
+    ({"alpha_l": 1.0661, "se": 0.2423, "depth_offset": 0}, claims.NOT_TESTABLE)])
+def test_c6_minus_two_variant(kw, verdict):
+    c = scaling.assess_minus_two(_fit(**({"depth_offset": 2} | kw)), "t")
+    assert c.verdict == verdict
+
+
+@pytest.mark.parametrize("alpha_m,alpha_l,verdict", [
+    (1.0, 1.0, claims.REPRODUCED),  # N^(−1/3), m ∝ ℓ
+    (1.0, 3.0, claims.NOT_REPRODUCED),  # N^(−3/7): procedural
+    (0.8, 1.3, claims.PARTLY),  # N^(−0.31) but m/ℓ ∝ N^0.15: the secondary fails
+])
+def test_c7_size_exponent(alpha_m, alpha_l, verdict):
+    fit = _fit("converged", alpha_m=alpha_m, alpha_l=alpha_l)
+    c = scaling.assess_size_exponent(fit, "t", _shapes(alpha_l, 0.01, alpha_m, 0.01))
+    assert c.verdict == verdict
+    assert c.numbers["size_exponent"] == pytest.approx(alpha_m * alpha_l / (alpha_m + 2 * alpha_l))
+
+
+def test_c7_needs_an_interval():
+    fit = _fit("converged", alpha_m=1.0, alpha_l=1.0)
+    assert scaling.assess_size_exponent(fit, "t").verdict == claims.NOT_TESTABLE
+    wide = scaling.assess_size_exponent(fit, "t", _shapes(1.0, 0.5, 1.0, 0.2))
+    assert wide.verdict == claims.NOT_TESTABLE and wide.decided_by.startswith("precondition")

@@ -26,6 +26,29 @@ def test_every_spec_claim_has_a_row_measured_or_not():
     assert "not measured" in row.loc["P2-C6-cost", "setting"]
     c = verdicts.counts(t)
     assert int(c.to_numpy().sum()) == len(t)
+    f = verdicts.findings(t)
+    # every claim in exactly one finding; claims of one experiment share it
+    assert sorted(", ".join(f["claims"]).split(", ")) == sorted(t["id"])
+    assert int(verdicts.finding_counts(t).to_numpy().sum()) == len(f) < len(t)
+
+
+def test_a_finding_takes_one_verdict_by_the_cross_unit_rule():
+    t = pd.DataFrame([
+        {"id": "a", "paper": "P2", "finding": "F", "verdict": claims.REPRODUCED},
+        {"id": "b", "paper": "P2", "finding": "F", "verdict": claims.NOT_REPRODUCED},
+        {"id": "c", "paper": "P2", "finding": "G", "verdict": claims.NOT_TESTABLE}])
+    f = verdicts.findings(t).set_index("finding")
+    assert f.loc["F", "verdict"] == claims.PARTLY and f.loc["F", "claims"] == "a, b"
+    assert f.loc["G", "verdict"] == claims.NOT_TESTABLE
+
+
+def test_claims_quoting_only_a_secondary_summary_are_counted_apart():
+    t = pd.DataFrame([
+        {"id": "a", "paper": "P2", "verdict": claims.REPRODUCED, "source_from": "abstract"},
+        {"id": "b", "paper": "P2", "verdict": claims.REPRODUCED,
+         "source_from": "secondary summary"}])
+    c = verdicts.counts(t)
+    assert list(c.index) == ["P2", "P2 (secondary summary only)"]
 
 
 def test_spec_claims_point_at_existing_chapters():
@@ -39,9 +62,10 @@ def test_spec_claims_point_at_existing_chapters():
 def test_html_table_links_each_claim_to_its_chapter_and_escapes_text():
     t = pd.DataFrame([{"id": "P2-C1-core", "paper": "P2", "chapter": "05_importance_map",
                        "statement": "a < b", "paper_value": "x", "ours": "y", "rule": "z",
-                       "verdict": "reproduced", "setting": "s"}])
+                       "verdict": "reproduced", "setting": "s", "decided_by": "step <2>"}])
     out = verdicts.html_table(t)
     assert '<a href="05_importance_map.html">a &lt; b</a>' in out
+    assert "step &lt;2&gt;" in out  # the deciding step, escaped
 
 
 def test_per_layer_joins_geometry_and_importance():

@@ -1,41 +1,328 @@
-"""The claims register: each paper claim with the paper's number, ours, the tolerance, and the
-verdict the tolerance gives. Chapters register claims as they measure them; the verdict chapter
-reads them all back. Verdicts are computed by `judge`, never typed.
+"""The claims register and the one decision procedure (`../shared/VERDICTS.md`).
+
+Each claim is *declared* before any number is read (`Declaration`: the paper's words, kind,
+primary statistic and its resampling unit, band and why, precondition, control, secondaries,
+scope, finding) in one module per wing (`layerlab.depth.declarations`,
+`layerlab.anatomy.declarations`). A chapter measures the evidence per unit (`Unit`) and
+`decide` turns declaration and evidence into a verdict and the step that decided it; `make`
+builds the `Claim` that is registered and shown. Chapters register claims as they measure them;
+the verdict chapter reads them all back.
 
 Stored through the results cache (`results/<profile>/claims/<id>-<hash>.json`), with provenance.
 """
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from enum import StrEnum
+from typing import Any, Mapping, Sequence
 
 from layerlab import results
 
-REPRODUCED = "reproduced"
-PARTLY = "partly reproduced"
-NOT_REPRODUCED = "not reproduced"
-NOT_TESTABLE = "not testable at this budget"  # censored, unconverged or underpowered evidence
-NOT_DIAGNOSTIC = "not diagnostic"  # an untrained model of the same config shows it as well
-VERDICTS = (REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_TESTABLE, NOT_DIAGNOSTIC)
+__all__ = ["Verdict", "Kind", "Band", "Secondary", "Declaration", "index", "Estimate", "Unit", "Decision",
+           "decide", "across", "make", "Claim", "register", "record", "collect", "table", "VERDICTS",
+           "REPRODUCED", "PARTLY", "NOT_REPRODUCED", "NOT_TESTABLE", "NOT_DIAGNOSTIC"]
+
+
+class Verdict(StrEnum):
+    """The verdict vocabulary; a `str`, so records and tables hold the plain words."""
+
+    REPRODUCED = "reproduced"
+    PARTLY = "partly reproduced"
+    NOT_REPRODUCED = "not reproduced"
+    NOT_TESTABLE = "not testable at this budget"  # censored, unconverged or underpowered evidence
+    NOT_DIAGNOSTIC = "not diagnostic"  # the negative control passes the same rule
+
+
+REPRODUCED = Verdict.REPRODUCED
+PARTLY = Verdict.PARTLY
+NOT_REPRODUCED = Verdict.NOT_REPRODUCED
+NOT_TESTABLE = Verdict.NOT_TESTABLE
+NOT_DIAGNOSTIC = Verdict.NOT_DIAGNOSTIC
+VERDICTS = tuple(Verdict)
+
+
+class Kind(StrEnum):
+    """What a claim asserts: that a signature exists, that something does not happen, or a
+    number. Decides which control matters (`decide` step 3)."""
+
+    PRESENCE = "presence"
+    ABSENCE = "absence"
+    NUMBER = "number"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Band:
+    """Where the primary statistic must fall, derived from the paper's words (VERDICTS.md §3),
+    never from our data; `reason` says how in one sentence."""
+
+    lo: float = -math.inf
+    hi: float = math.inf
+    reason: str
+
+    def __post_init__(self) -> None:
+        if not self.reason.strip():
+            raise ValueError("a band needs its reason (VERDICTS.md §3)")
+        if not self.lo < self.hi:
+            raise ValueError(f"a band needs lo < hi, got [{self.lo}, {self.hi}]")
+
+    def test(self, est: "Estimate") -> str:
+        """'pass' (interval inside), 'fail' (disjoint) or 'undecided' (it straddles an edge or
+        is NaN). An infinite end is allowed: a censored interval such as [320, ∞) steps can
+        still pass a one-sided band."""
+        lo, hi = est.lo, est.hi
+        if math.isnan(lo) or math.isnan(hi) or lo > hi:
+            return "undecided"
+        if self.lo <= lo and hi <= self.hi:
+            return "pass"
+        if hi < self.lo or lo > self.hi:
+            return "fail"
+        return "undecided"
+
+    def text(self, fmt: str = "g") -> str:
+        if math.isinf(self.lo):
+            return f"≤ {self.hi:{fmt}}"
+        if math.isinf(self.hi):
+            return f"≥ {self.lo:{fmt}}"
+        return f"[{self.lo:{fmt}}, {self.hi:{fmt}}]"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Secondary:
+    """One of a claim's other stated parts, with its own band."""
+
+    name: str
+    statistic: str
+    band: Band
+
+
+@dataclass(frozen=True, kw_only=True)
+class Declaration:
+    """A claim as declared before its numbers are read (VERDICTS.md §1)."""
+
+    id: str
+    paper: str  # "P1" or "P2"
+    chapter: str  # notebook stem
+    statement: str  # the claim in our words
+    source: str  # the paper's words, quoted
+    source_from: str  # where the quote comes from: "abstract", "§4.2", "secondary summary", …
+    paper_value: str  # as the paper reports it
+    kind: Kind
+    primary: str  # the one statistic that carries the claim
+    unit: str  # its resampling unit (documents, seeds, model shapes, …)
+    band: Band
+    precondition: str  # what must hold for the test to have power
+    control: str  # presence: a negative control; absence: a positive one; number: may be ""
+    scope: str  # where the paper says it holds; each model or set in it is one unit
+    finding: str  # the independent piece of evidence it belongs to (shared within an experiment)
+    secondary: tuple[Secondary, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.paper not in ("P1", "P2"):
+            raise ValueError(f"paper must be 'P1' or 'P2', got {self.paper!r}")
+        if not self.id.startswith(self.paper):
+            raise ValueError(f"{self.id}: its id must start with its paper {self.paper}")
+        object.__setattr__(self, "kind", Kind(self.kind))
+        for name in ("statement", "source", "source_from", "primary", "unit", "precondition",
+                     "scope", "finding"):
+            if not str(getattr(self, name)).strip():
+                raise ValueError(f"{self.id}: {name} is empty")
+        if self.kind is not Kind.NUMBER and not self.control.strip():
+            raise ValueError(f"{self.id}: a {self.kind} claim needs its control (VERDICTS.md §1)")
+        if len({s.name for s in self.secondary}) != len(self.secondary):
+            raise ValueError(f"{self.id}: secondary names repeat")
+
+    @property
+    def from_summary(self) -> bool:
+        """The quote comes only from a secondary summary, not the paper's own text."""
+        return "summary" in self.source_from.lower()
+
+
+def index(declarations: Sequence[Declaration]) -> dict[str, Declaration]:
+    """A wing's declarations by id; an id declared twice is an error, not a silent overwrite."""
+    out: dict[str, Declaration] = {}
+    for d in declarations:
+        if d.id in out:
+            raise ValueError(f"{d.id} declared twice")
+        out[d.id] = d
+    return out
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A statistic with its 95 % interval."""
+
+    point: float
+    lo: float
+    hi: float
+
+    @classmethod
+    def exact(cls, value: float) -> "Estimate":
+        """A number with no sampling error (a count, a fit on the paper's own data)."""
+        return cls(value, value, value)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Unit:
+    """The evidence of one unit in a claim's scope (a model, an evaluation set, a seed grid).
+
+    `primary` is None when it could not be measured; `precondition` names a failed precondition;
+    `control` is the control's primary through the same band (negative for presence claims,
+    positive for absence claims); `secondary` maps each declared secondary to its estimate."""
+
+    name: str
+    primary: Estimate | None
+    precondition: str | None = None
+    control: Estimate | None = None
+    secondary: Mapping[str, Estimate] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Decision:
+    verdict: Verdict
+    decided_by: str  # the step of VERDICTS.md §2 that decided it, in words
+    units: dict[str, tuple[Verdict, str]]  # per unit: its verdict and deciding step
+
+
+def _decide_unit(decl: Declaration, unit: Unit) -> tuple[Verdict, str]:
+    # 1. precondition
+    if unit.precondition:
+        return NOT_TESTABLE, f"precondition: {unit.precondition}"
+    if unit.primary is None:
+        return NOT_TESTABLE, "precondition: the primary statistic could not be measured"
+    # 2. primary against band
+    outcome = decl.band.test(unit.primary)
+    if outcome == "undecided":
+        return NOT_TESTABLE, "primary: the interval straddles the band's edge"
+    # 3. control
+    if outcome == "pass" and decl.kind is not Kind.NUMBER:
+        if unit.control is None:
+            return NOT_TESTABLE, "control: not measured"
+        control = decl.band.test(unit.control)
+        if decl.kind is Kind.PRESENCE and control == "pass":
+            return NOT_DIAGNOSTIC, "control: the negative control passes too"
+        if decl.kind is Kind.ABSENCE and control != "fail":
+            return NOT_TESTABLE, "control: the measure cannot see the property (positive control)"
+    # 4. secondaries
+    failing, open_ = [], []
+    for sec in decl.secondary:
+        est = unit.secondary.get(sec.name)
+        state = sec.band.test(est) if est is not None else "undecided"
+        if state == "fail":
+            failing.append(sec.name)
+        elif state == "undecided":
+            open_.append(sec.name)
+    if outcome == "fail":
+        return NOT_REPRODUCED, "primary: the interval lies outside the band"
+    if failing:
+        return PARTLY, "secondary fails: " + ", ".join(failing)
+    if open_:
+        return PARTLY, "secondary not decided: " + ", ".join(open_)
+    return REPRODUCED, "primary and every secondary pass"
+
+
+def decide(decl: Declaration, units: Sequence[Unit]) -> Decision:
+    """The one decision procedure of VERDICTS.md §2, per unit and across units.
+
+    Per unit: a failed precondition → not testable; the primary's interval against the band
+    (inside → pass, disjoint → fail, straddling → not testable); the control (presence: a
+    negative control that passes too → not diagnostic; absence: a positive control the rule does
+    not detect → not testable); then the secondaries (all pass → reproduced, any failing or
+    undecided → partly; a failing primary → not reproduced). Across units: unanimous → that
+    verdict; reproduced or partly mixed with not reproduced → partly, naming the units;
+    otherwise the most common verdict (ties to the more cautious), units listed."""
+    if not units:
+        raise ValueError(f"{decl.id}: no units to decide")
+    names = [u.name for u in units]
+    if len(set(names)) != len(names):
+        raise ValueError(f"{decl.id}: unit names repeat: {names}")
+    per = {u.name: _decide_unit(decl, u) for u in units}
+    verdict, step = across({n: v for n, (v, _) in per.items()})
+    if step is None:  # unanimous
+        step = next(iter(per.values()))[1] if len(per) == 1 else "every unit: " + ", ".join(
+            sorted({s for _, s in per.values()}))
+    return Decision(verdict, step, per)
+
+
+def across(verdicts: Mapping[str, str]) -> tuple[Verdict, str | None]:
+    """The cross-unit rule of VERDICTS.md §2, also used to give a finding one verdict from its
+    claims: unanimous → that verdict (step None); reproduced or partly mixed with not reproduced
+    → partly, naming the units; otherwise the most common verdict (a tie goes to the one that
+    says least), the units listed."""
+    if not verdicts:
+        raise ValueError("no verdicts to combine")
+    vs = [Verdict(v) for v in verdicts.values()]
+    if len(set(vs)) == 1:
+        return vs[0], None
+    listed = "; ".join(f"{n}: {v}" for n, v in verdicts.items())
+    if NOT_REPRODUCED in vs and (REPRODUCED in vs or PARTLY in vs):
+        return PARTLY, f"across units, mixed ({listed})"
+    counts = Counter(vs)
+    top = max(counts.values())
+    caution = [NOT_TESTABLE, NOT_DIAGNOSTIC, NOT_REPRODUCED, PARTLY, REPRODUCED]
+    return (next(v for v in caution if counts.get(v) == top),
+            f"across units, most common ({listed})")
+
+
+def make(decl: Declaration, decision: Decision, *, ours: str, setting: str,
+         numbers: dict[str, Any] | None = None) -> "Claim":
+    """The registered claim: the declaration, our measurement in words and the decision."""
+    return Claim(
+        id=decl.id, paper=decl.paper, chapter=decl.chapter, statement=decl.statement,
+        paper_value=decl.paper_value, ours=ours, rule=_rule_text(decl),
+        verdict=decision.verdict, setting=setting, numbers=dict(numbers or {}),
+        decided_by=decision.decided_by, source=decl.source, source_from=decl.source_from,
+        kind=str(decl.kind), primary=decl.primary, unit=decl.unit, band=decl.band.text(),
+        band_reason=decl.band.reason, precondition=decl.precondition, control=decl.control,
+        secondary=[f"{s.name}: {s.statistic} in {s.band.text()}" for s in decl.secondary],
+        scope=decl.scope, finding=decl.finding,
+        units={n: {"verdict": str(v), "decided_by": s} for n, (v, s) in decision.units.items()})
+
+
+def _rule_text(decl: Declaration) -> str:
+    parts = [f"{decl.primary} (95 % interval over {decl.unit}) in {decl.band.text()}"]
+    parts += [f"{s.statistic} in {s.band.text()}" for s in decl.secondary]
+    if decl.control:
+        parts.append(f"control: {decl.control}")
+    return "; ".join(parts)
 
 
 @dataclass
 class Claim:
-    id: str  # e.g. "P1-C-alpha-l-paper-recipe"
+    """A decided claim as registered and shown: built by `make` from its declaration and
+    decision (the fields after `numbers` are the declaration's, stored with every record)."""
+
+    id: str  # e.g. "P1-C2-alpha-l-paper-recipe"
     paper: str  # "P1" or "P2"
     chapter: str  # notebook stem
     statement: str  # the claim in words
     paper_value: str  # as the paper (or its code) reports it
     ours: str  # our measurement, formatted
-    rule: str  # the tolerance, in words
+    rule: str  # the band and control, in words
     verdict: str
     setting: str  # model / data / profile it was measured on
     numbers: dict[str, Any] = field(default_factory=dict)
+    decided_by: str = ""  # the step of VERDICTS.md §2 that decided it
+    source: str = ""
+    source_from: str = ""
+    kind: str = ""
+    primary: str = ""
+    unit: str = ""
+    band: str = ""
+    band_reason: str = ""
+    precondition: str = ""
+    control: str = ""
+    secondary: list[str] = field(default_factory=list)
+    scope: str = ""
+    finding: str = ""
+    units: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
             raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+        self.verdict = str(Verdict(self.verdict))
         if self.paper not in ("P1", "P2"):
             raise ValueError(f"paper must be 'P1' or 'P2', got {self.paper!r}")
 
@@ -176,8 +463,11 @@ def collect(profile: str, cache: results.Cache | None = None):
 
 
 def table(claims: list[Claim]):
-    """The claims of one chapter as a display table."""
+    """The claims of one chapter as a display table, one row per claim id, with the step of the
+    decision procedure that decided each."""
     import pandas as pd
 
-    return pd.DataFrame([{"claim": c.statement, "paper reported": c.paper_value, "ours": c.ours,
-                          "tolerance": c.rule, "verdict": c.verdict} for c in claims])
+    return pd.DataFrame([{"claim": c.id, "statement": c.statement,
+                          "paper reported": c.paper_value, "ours": c.ours,
+                          "band and control": c.rule, "verdict": str(c.verdict),
+                          "decided by": c.decided_by} for c in claims]).set_index("claim")

@@ -9,17 +9,19 @@ positive controls with known structure.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from layerlab import claims, paper
+from layerlab import claims
 from layerlab.anatomy import weights as w
+from layerlab.anatomy.declarations import DECLARATIONS
 from layerlab.anatomy.lab import Lab
 
-PAPER_VALUE = paper.P2_DELTA_CORRELATION.value
-TOL = 0.05  # |mean − (−0.5)| for "≈ −0.50"; also the distance that counts as "differs from a null"
+PAIR_RESAMPLES = 2000  # bootstrap resamples of the layer pairs behind each mean delta correlation
+IID = "i.i.d. Gaussian, matched std"
 POSITIVE = {"AR(1) ρ = 0.5": ("ar1", 0.5), "AR(1) ρ = 0.9": ("ar1", 0.9),
             "random walk": ("walk", 0.0), "smooth drift": ("smooth", 0.0)}
 
@@ -183,60 +185,122 @@ def positive_controls(per_pair: pd.DataFrame) -> pd.DataFrame:
 
 
 CHAPTER = "08_delta_oscillation"
+# positive controls with cross-layer structure the oscillation band must reject (its power)
+STRUCTURED = ("AR(1) ρ = 0.9", "random walk", "smooth drift")
 
 
-def value_rule(summary_table: pd.DataFrame) -> str:
-    """Every tensor type's mean delta correlation within ±TOL of −0.50."""
-    return claims.all_hold({t: abs(summary_table.loc[t, "real"] - PAPER_VALUE) <= TOL
-                            for t in summary_table.index})
+def pair_estimate(values: Any, resamples: int = PAIR_RESAMPLES, seed: int = 0
+                  ) -> claims.Estimate | None:
+    """Mean of the defined per-pair delta correlations with its 95 % percentile interval,
+    resampling the layer pairs; None when no pair is defined (a constant stack)."""
+    x = np.asarray(values, dtype=np.float64)
+    x = x[np.isfinite(x)]
+    if not len(x):
+        return None
+    if len(x) == 1:
+        return claims.Estimate.exact(float(x[0]))
+    means = x[np.random.default_rng(seed).integers(0, len(x), (resamples, len(x)))].mean(axis=1)
+    return claims.Estimate(float(x.mean()), float(np.percentile(means, 2.5)),
+                           float(np.percentile(means, 97.5)))
+
+
+def _pairs(per_pair: pd.DataFrame, type_: str, stack: str) -> np.ndarray:
+    rows = per_pair[(per_pair["type"] == type_) & (per_pair["stack"] == stack)]
+    return rows.sort_values("pair")["delta_corr"].to_numpy()
+
+
+def _types(per_pair: pd.DataFrame) -> list[str]:
+    return list(dict.fromkeys(per_pair.loc[per_pair["type"] != "synthetic", "type"]))
+
+
+CONSTANT = "the stack is constant across layers (e.g. untrained norms of ones): no delta correlation"
+
+
+def value_units(per_pair: pd.DataFrame) -> list[claims.Unit]:
+    """P2-C3-delta-value: one unit per tensor type, its mean delta correlation over layer pairs."""
+    units = []
+    for t in _types(per_pair):
+        est = pair_estimate(_pairs(per_pair, t, "real"))
+        units.append(claims.Unit(name=t, primary=est,
+                                 precondition=None if est is not None else CONSTANT))
+    return units
+
+
+def power(per_pair: pd.DataFrame, band: claims.Band) -> str | None:
+    """The failed-precondition text when the band does not reject every structured positive
+    control (the rule could not tell cross-layer structure from none), else None."""
+    missing = [c for c in STRUCTURED if not len(_pairs(per_pair, "synthetic", c))]
+    if missing:
+        return "positive controls not measured: " + ", ".join(missing)
+    kept = []
+    for c in STRUCTURED:
+        est = pair_estimate(_pairs(per_pair, "synthetic", c))
+        if est is None or band.test(est) != "fail":
+            kept.append(c)
+    return ("the band does not reject structured positive controls (" + ", ".join(kept)
+            + "): no power") if kept else None
+
+
+def oscillation_units(per_pair: pd.DataFrame, inv: pd.DataFrame) -> list[claims.Unit]:
+    """P2-C3-oscillation: element-wise per tensor type (control: i.i.d. Gaussian layers of matched
+    std) and per neuron-aligned or invariant measure (control: the same measure over shuffled
+    layers; means only, taken exact), each through the same band."""
+    no_power = power(per_pair, DECLARATIONS["P2-C3-oscillation"].band)
+    units = []
+    for t in _types(per_pair):
+        est = pair_estimate(_pairs(per_pair, t, "real"))
+        units.append(claims.Unit(name=f"element-wise {t}", primary=est,
+                                 precondition=no_power or (None if est is not None else CONSTANT),
+                                 control=pair_estimate(_pairs(per_pair, t, IID))))
+    for _, r in inv[inv["measure"] != "element-wise"].iterrows():
+        real, null = float(r["real"]), float(r["shuffled order"])
+        units.append(claims.Unit(
+            name=f"{r['measure']} {r['type']}",
+            primary=claims.Estimate.exact(real) if math.isfinite(real) else None,
+            precondition=no_power or (None if math.isfinite(real) else CONSTANT),
+            control=claims.Estimate.exact(null) if math.isfinite(null) else None))
+    return units
 
 
 def assess_value(result: dict[str, pd.DataFrame], setting: str) -> claims.Claim:
-    s = result["summary"]
-    return claims.Claim(
-        id="P2-C3-delta-value", paper="P2", chapter=CHAPTER,
-        statement="Consecutive weight deltas correlate at ≈ −0.50 in every component",
-        paper_value="≈ −0.50, universal",
-        ours="; ".join(f"{t} {s.loc[t, 'real']:+.3f}" for t in s.index),
-        rule=f"mean over layer pairs within ±{TOL} of −0.50 for each of the {len(s)} tensor types "
-             "(matrices and norms); any type outside → not reproduced",
-        verdict=value_rule(s), setting=setting)
-
-
-def oscillation_rule(element: pd.DataFrame, inv: pd.DataFrame) -> str:
-    """Structure beyond −1/2 in every basis: for the weight matrices element-wise (against the
-    shuffled and i.i.d. nulls) and for every aligned and invariant measure (against its own
-    null), the real value lies below the null by more than TOL. Anything less → not reproduced
-    (−1/2 is what layers with no cross-layer correlation give)."""
-    checks = {}
-    for t, r in element.iterrows():
-        for n in ("shuffled order", "i.i.d. Gaussian, matched std"):
-            checks[f"element-wise {t} vs {n}"] = r["real"] < r[n] - TOL
-    for _, r in inv[inv["measure"] != "element-wise"].iterrows():
-        checks[f"{r['measure']} {r['type']}"] = r["real"] < r["shuffled order"] - TOL
-    return claims.all_hold(checks)
+    s, per_pair = result["summary"], result["per_pair"]
+    decl = DECLARATIONS["P2-C3-delta-value"]
+    units = value_units(per_pair)
+    est = {u.name: u.primary for u in units}
+    return claims.make(
+        decl, claims.decide(decl, units),
+        ours="; ".join(f"{t} {e.point:+.3f} [{e.lo:+.3f}, {e.hi:+.3f}]" if e else f"{t} undefined"
+                       for t, e in est.items()),
+        setting=setting,
+        numbers={"mean": {t: float(s.loc[t, "real"]) for t in s.index},
+                 "interval": {t: [e.lo, e.hi] for t, e in est.items() if e},
+                 "min": {t: float(s.loc[t, "real min"]) for t in s.index},
+                 "max": {t: float(s.loc[t, "real max"]) for t in s.index}})
 
 
 def assess_oscillation(result: dict[str, pd.DataFrame], inv: pd.DataFrame,
                        setting: str) -> claims.Claim:
-    s = result["summary"]
-    preds = result["predictions"].set_index("type")
-    matrices = s.loc[[t for t in s.index if not preds.loc[t, "is_norm"]]]
+    s, per_pair = result["summary"], result["per_pair"]
     other = inv[inv["measure"] != "element-wise"]
-    return claims.Claim(
-        id="P2-C3-oscillation", paper="P2", chapter=CHAPTER,
-        statement="The −0.50 delta correlation reveals an oscillatory structure across layers",
-        paper_value="'universal oscillatory delta pattern'",
+    decl = DECLARATIONS["P2-C3-oscillation"]
+    nulls = [c for c in ("shuffled order", IID, "untrained (random init)") if c in s.columns]
+    pos = positive_controls(per_pair)
+    return claims.make(
+        decl, claims.decide(decl, oscillation_units(per_pair, inv)),
         ours="; ".join(f"{t}: real {r['real']:+.3f}, shuffled {r['shuffled order']:+.3f}, "
-                       f"i.i.d. {r['i.i.d. Gaussian, matched std']:+.3f}"
-                       for t, r in matrices.iterrows())
+                       f"i.i.d. {r[IID]:+.3f}" for t, r in s.iterrows())
              + "; permutation-invariant: " + "; ".join(
                  f"{r['measure']} {r['type']} {r['real']:+.3f} (null {r['shuffled order']:+.3f})"
-                 for _, r in other.iterrows()),
-        rule=f"every weight matrix element-wise, and every neuron-aligned and invariant-product "
-             f"measure, below its structure-free null by more than {TOL}; otherwise not "
-             "reproduced (−1/2 is the value for uncorrelated layers)",
-        verdict=oscillation_rule(matrices, inv), setting=setting)
+                 for _, r in other.iterrows())
+             + "; positive controls: " + "; ".join(
+                 f"{c} {v:+.3f}" for c, v in pos["measured"].items()),
+        setting=setting,
+        numbers={"element-wise": {t: {c: float(r[c]) for c in ("real", *nulls)}
+                                  for t, r in s.iterrows()},
+                 "invariant": {f"{r['measure']} {r['type']}": {"real": float(r["real"]),
+                                                               "shuffled order": float(r["shuffled order"])}
+                               for _, r in other.iterrows()},
+                 "positive controls": {c: float(v) for c, v in pos["measured"].items()}})
 
 
 def assess(result: dict[str, pd.DataFrame], inv: pd.DataFrame, setting: str) -> list[claims.Claim]:

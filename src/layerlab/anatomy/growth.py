@@ -30,6 +30,7 @@ import torch
 import torch.nn.functional as F
 
 from layerlab import claims, corpus, models, paper, paths, results, training
+from layerlab.anatomy.declarations import DECLARATIONS
 from layerlab.settings import GrowthConfig, GrowthSettings
 
 if TYPE_CHECKING:
@@ -576,8 +577,8 @@ def comparison(cv: "pd.DataFrame") -> "pd.DataFrame":
 
 
 CHAPTER = "10_growth_training"
-RATIO_BAND = (PAPER["ratio"] / 2, PAPER["ratio"] * 2)  # a factor of 2 around 4.7
-SHARE_MARGIN = 0.10  # ± points around the paper's 13 % and 54 %
+HALF_BUDGET = 0.5  # P2-C6-half-budget's "50 % budget", read as a share of uniform's layer-steps
+BUDGET_ROUNDING = 0.05  # phase lengths are whole steps: GTT's share lands within 5 points of it
 
 
 def paired(cv: "pd.DataFrame", arm: str = "gtt", regime: str | None = None) -> "pd.DataFrame":
@@ -601,35 +602,71 @@ def t_interval(x: "np.ndarray") -> tuple[float, float, float]:
     return m, m - half, m + half
 
 
-def ratio_rule(cv: "pd.DataFrame") -> str:
-    """uniform / GTT final loss, its 95 % interval over paired seeds (on the log scale), inside a
-    factor of 2 of the paper's 4.7 → reproduced; outside → not reproduced; straddling → not
-    testable."""
-    p = paired(cv)
-    _, lo, hi = t_interval(np.log(p["val_loss_uniform"] / p["val_loss"]))
-    return claims.interval_rule(np.exp(lo), np.exp(hi), *RATIO_BAND)
+def _judged(cv: "pd.DataFrame", *, seeds_needed: int = 2) -> tuple[str, "pd.DataFrame", list[str]]:
+    """The regime the claims are judged in (the paper regime), its paired seeds and the failed
+    preconditions common to the four C6 claims."""
+    regime = TUNED if TUNED in set(cv["regime"]) else str(cv["regime"].iloc[0])
+    p = paired(cv, regime=regime)
+    problems = []
+    if regime != TUNED:
+        problems.append(f"not the paper's regime: no '{TUNED}' runs (the tuned memorised set)")
+    if len(p) < seeds_needed:
+        problems.append(f"{len(p)} paired seed(s) of GTT and uniform: an interval needs "
+                        f"{seeds_needed}")
+    return regime, p, problems
 
 
-def half_budget_rule(cv: "pd.DataFrame") -> str:
-    """GTT (at its budget) − uniform (full budget) final loss over paired seeds: interval below 0
-    → reproduced; above 0 → not reproduced; across 0 → not testable."""
-    p = paired(cv)
-    _, lo, hi = t_interval(p["val_loss"] - p["val_loss_uniform"])
-    return claims.interval_rule(lo, hi, float("-inf"), 0.0) if np.isfinite(lo) else claims.NOT_TESTABLE
+def _ratio(p: "pd.DataFrame") -> claims.Estimate:
+    """uniform / GTT final loss: geometric mean over paired seeds, t-interval on the log scale."""
+    m, lo, hi = t_interval(np.log(p["val_loss_uniform"] / p["val_loss"]))
+    return claims.Estimate(float(np.exp(m)), float(np.exp(lo)), float(np.exp(hi)))
 
 
-def faster_rule(cv: "pd.DataFrame") -> str:
-    """1 − GTT / uniform wall-clock per seed: its interval inside 13 % ± 10 points."""
-    p = paired(cv)
-    _, lo, hi = t_interval(1 - p["seconds"] / p["seconds_uniform"])
-    return claims.interval_rule(lo, hi, PAPER["faster"] - SHARE_MARGIN, PAPER["faster"] + SHARE_MARGIN)
+def _saving(p: "pd.DataFrame", measure: str) -> claims.Estimate:
+    """1 − GTT / uniform of a budget measure: mean over paired seeds and its t-interval."""
+    return claims.Estimate(*t_interval(1 - p[measure] / p[f"{measure}_uniform"]))
 
 
-def cost_rule(cv: "pd.DataFrame") -> str:
-    """1 − GTT / uniform training FLOPs (fixed by the program, no noise) within 54 % ± 10 points."""
-    p = paired(cv)
-    saved = float((1 - p["flops"] / p["flops_uniform"]).mean())
-    return claims.all_hold({"cost": abs(saved - PAPER["cost"]) <= SHARE_MARGIN})
+def _per_seed(p: "pd.DataFrame", values) -> dict[str, float]:
+    return {str(int(s)): float(v) for s, v in zip(p.index, values)}
+
+
+def unit_for(cv: "pd.DataFrame", claim_id: str) -> tuple[claims.Unit, dict[str, Any]]:
+    """One C6 claim's evidence (a unit: the paper regime) and the numbers it rests on."""
+    regime, p, problems = _judged(cv, seeds_needed=1 if claim_id == "P2-C6-cost" else 2)
+    info: dict[str, Any] = {"regime": regime, "seeds": [int(s) for s in p.index]}
+    if len(p):
+        info["layer_steps_share"] = float((p["layer_steps"] / p["layer_steps_uniform"]).mean())
+        info["step_share"] = float((p["step"] / p["step_uniform"]).mean())
+    if claim_id == "P2-C6-half-budget" and len(p):
+        share = info["layer_steps_share"]
+        if abs(share - HALF_BUDGET) > BUDGET_ROUNDING:
+            problems.append(f"GTT spent {share:.0%} of uniform's layer-steps, not "
+                            f"{HALF_BUDGET:.0%}")
+    if problems:
+        return claims.Unit(name=regime, primary=None, precondition="; ".join(problems)), info
+    if claim_id in ("P2-C6-loss-ratio", "P2-C6-half-budget"):
+        est = _ratio(p)
+        info["per_seed"] = _per_seed(p, p["val_loss_uniform"] / p["val_loss"])
+        secondary = {"2.1× lower loss": est} if claim_id == "P2-C6-half-budget" else {}
+    elif claim_id == "P2-C6-faster":
+        est, secondary = _saving(p, "seconds"), {}
+        info["per_seed"] = _per_seed(p, 1 - p["seconds"] / p["seconds_uniform"])
+    elif claim_id == "P2-C6-cost":
+        saved = 1 - p["flops"] / p["flops_uniform"]
+        est, secondary = claims.Estimate.exact(float(saved.mean())), {}  # fixed by the program
+        info["per_seed"] = _per_seed(p, saved)
+    else:
+        raise ValueError(f"not a C6 claim: {claim_id}")
+    info["estimate"] = [est.point, est.lo, est.hi]
+    return claims.Unit(name=regime, primary=est, secondary=secondary), info
+
+
+def _claim(claim_id: str, cv: "pd.DataFrame", setting: str, ours: str) -> claims.Claim:
+    decl = DECLARATIONS[claim_id]
+    unit, info = unit_for(cv, claim_id)
+    return claims.make(decl, claims.decide(decl, [unit]), ours=ours, setting=setting,
+                       numbers=info)
 
 
 def _regime_text(c: "pd.DataFrame", regimes: list[str], fmt) -> str:
@@ -640,67 +677,42 @@ def assess_ratio(cv: "pd.DataFrame", setting: str,
                  c: "pd.DataFrame | None" = None) -> claims.Claim:
     c = comparison(cv).set_index(["regime", "arm"]) if c is None else c
     regimes = list(c.index.get_level_values(0).unique())
-    return claims.Claim(
-        id="P2-C6-loss-ratio", paper="P2", chapter=CHAPTER,
-        statement=(f"GTT reaches {PAPER['ratio']}× lower validation loss than uniform training "
-                   f"({PAPER['gtt']} vs {PAPER['uniform']})"),
-        paper_value=f"{PAPER['gtt']} vs {PAPER['uniform']} ({PAPER['ratio']}×)",
-        ours=_regime_text(c, regimes, lambda g, u: f"GTT {g['final val loss']:.3f} ± {g['sd']:.3f} "
-                          f"vs uniform {u['final val loss']:.3f} ({g['uniform / arm loss']:.2f}×)"),
-        rule=f"in the paper's regime (the tuned one where present): the 95 % interval over paired "
-             f"seeds of uniform / GTT inside {RATIO_BAND[0]:g}–{RATIO_BAND[1]:g}× → reproduced; "
-             "outside → not reproduced; straddling → not testable",
-        verdict=ratio_rule(cv), setting=setting)
+    return _claim("P2-C6-loss-ratio", cv, setting, _regime_text(
+        c, regimes, lambda g, u: f"GTT {g['final val loss']:.3f} ± {g['sd']:.3f} vs uniform "
+                                 f"{u['final val loss']:.3f} ({g['uniform / arm loss']:.2f}×)"))
 
 
 def assess_half_budget(cv: "pd.DataFrame", setting: str,
                        c: "pd.DataFrame | None" = None) -> claims.Claim:
     c = comparison(cv).set_index(["regime", "arm"]) if c is None else c
     regimes = list(c.index.get_level_values(0).unique())
-    return claims.Claim(
-        id="P2-C6-half-budget", paper="P2", chapter=CHAPTER,
-        statement="GTT at 50 % of the budget beats uniform training at 100 %",
-        paper_value="416 vs 656 steps, 2.1× lower loss",
-        ours=_regime_text(c, regimes, lambda g, u: f"GTT {g['final val loss']:.3f} at "
-                          f"{g['layer_steps share']:.0%} of uniform's layer-steps "
-                          f"({g['step share']:.0%} of its steps) vs uniform {u['final val loss']:.3f}"),
-        rule="in the paper's regime: the 95 % interval over paired seeds of GTT − uniform final loss "
-             "below 0 → reproduced; above → not reproduced; across 0 → not testable",
-        verdict=half_budget_rule(cv), setting=setting)
+    return _claim("P2-C6-half-budget", cv, setting, _regime_text(
+        c, regimes, lambda g, u: f"GTT {g['final val loss']:.3f} at {g['layer_steps share']:.0%} "
+                                 f"of uniform's layer-steps ({g['step share']:.0%} of its steps) "
+                                 f"vs uniform {u['final val loss']:.3f}"))
 
 
 def assess_faster(cv: "pd.DataFrame", setting: str,
                   c: "pd.DataFrame | None" = None) -> claims.Claim:
     c = comparison(cv).set_index(["regime", "arm"]) if c is None else c
     regimes = list(c.index.get_level_values(0).unique())
-    return claims.Claim(
-        id="P2-C6-faster", paper="P2", chapter=CHAPTER,
-        statement="GTT trains 13 % faster (wall-clock) than uniform",
-        paper_value="13 % faster",
-        ours=_regime_text(c, regimes, lambda g, u: f"GTT took {g['seconds share']:.0%} of uniform's "
-                          f"wall-clock and {g['flops share']:.0%} of its FLOPs"),
-        rule="in the paper's regime: the 95 % interval over seeds of 1 − GTT / uniform wall-clock "
-             "inside 13 % ± 10 points (wall-clock shares the machine with other work: noisy)",
-        verdict=faster_rule(cv), setting=setting)
+    return _claim("P2-C6-faster", cv, setting, _regime_text(
+        c, regimes, lambda g, u: f"GTT took {g['seconds share']:.0%} of uniform's wall-clock and "
+                                 f"{g['flops share']:.0%} of its FLOPs"))
 
 
 def assess_cost(cv: "pd.DataFrame", setting: str,
                 c: "pd.DataFrame | None" = None) -> claims.Claim:
     c = comparison(cv).set_index(["regime", "arm"]) if c is None else c
     regimes = list(c.index.get_level_values(0).unique())
-    return claims.Claim(
-        id="P2-C6-cost", paper="P2", chapter=CHAPTER,
-        statement="Allocating budget by layer importance cuts training cost by ~54 %",
-        paper_value="~54 %",
-        ours=_regime_text(c, regimes, lambda g, u: f"cost reduction {1 - g['flops share']:.0%} in "
-                          f"FLOPs, {1 - g['layer_steps share']:.0%} in layer-steps (set by construction)"),
-        rule="1 − GTT/uniform training FLOPs within ±10 points of 54 % (our definition: the paper "
-             "gives none; fixed by the program, so no interval)",
-        verdict=cost_rule(cv), setting=setting)
+    return _claim("P2-C6-cost", cv, setting, _regime_text(
+        c, regimes, lambda g, u: f"cost reduction {1 - g['flops share']:.0%} in FLOPs, "
+                                 f"{1 - g['layer_steps share']:.0%} in layer-steps (set by "
+                                 "construction)"))
 
 
 def assess(cv: "pd.DataFrame", setting: str) -> list:
-    """The four C6 claims, judged in the paper's regime when the tuned runs are in `cv`."""
+    """The four C6 claims (one finding), judged in the paper's regime."""
     c = comparison(cv).set_index(["regime", "arm"])  # once for all four claims
     return [assess_ratio(cv, setting, c), assess_half_budget(cv, setting, c),
             assess_faster(cv, setting, c), assess_cost(cv, setting, c)]

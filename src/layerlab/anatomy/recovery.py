@@ -6,6 +6,10 @@ text (disjoint from E0 and E1), evaluate every few steps, and record the steps t
 The equal-damage control calibrates σ per layer so that every layer starts at the same damaged
 perplexity, which removes the circularity of "a layer that hurts more takes longer to heal".
 The model is restored exactly afterwards.
+
+The two C5 claims are decided by `claims.decide` from their declarations. Their control is the
+same fine-tuning of each layer undamaged (no-damage runs, not yet run): passed to `correlate` and
+`assess`, "recovered" and the area are judged against it; absent, the control is not measured.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import torch.nn.functional as F
 
 from layerlab import claims, corpus, paper, training
 from layerlab.anatomy import edits
+from layerlab.anatomy.declarations import DECLARATIONS
 from layerlab.anatomy.lab import Lab
 from layerlab.settings import RecoveryConfig
 
@@ -196,8 +201,11 @@ def censored_rank_value(steps: float | None, limit: int, every: int) -> float:
     return float(limit + every) if censored(steps) else float(steps)
 
 
-SLOW_STEPS = paper.P2_SLOW_RECOVERY_STEPS.value // 2  # "slow": at least half the paper's 200
-NO_CORRELATION = 0.3  # ρ whose upper bound stays below this: at most a weak link
+CHAPTER = "09_recovery_speed"
+STEPS_ID, IMPORTANCE_ID = "P2-C5-recovery-steps", "P2-C5-recovery-importance"
+NO_DAMAGE = "no damage"  # the control: the same fine-tuning of an undamaged layer
+PAPER_SIGMA = 0.5  # the summary's "50 % noise" (research/paper2.md §8.1)
+DAMAGE_TOLERANCE = 0.01  # an equal-damage run within 1 % of its target counts as at the target
 
 
 def _first_seed(table: pd.DataFrame) -> pd.DataFrame:
@@ -224,73 +232,131 @@ def spearman_ci(x: np.ndarray, y: np.ndarray, *, n: int = 2000, seed: int = 0) -
     lo, hi = np.nanpercentile(draws, [2.5, 97.5])
     return rho, float(lo), float(hi)
 
+def _curve(curves: pd.DataFrame, layer: int, seed: int,
+           condition: str | None = None) -> list[tuple[int, float]]:
+    """(step, perplexity) of one run, in step order."""
+    c = curves[(curves["layer"] == layer) & (curves["seed"] == seed)]
+    if condition is not None and "condition" in c:
+        c = c[c["condition"] == condition]
+    c = c.sort_values("step")
+    return [(int(s), float(p)) for s, p in zip(c["step"], c["ppl"])]
 
-def correlate(table: pd.DataFrame, importance: pd.DataFrame, cfg: RecoveryConfig) -> pd.DataFrame:
+
+def _reference(no_damage: pd.DataFrame | None, layer: int, seed: int,
+               steps: list[int]) -> dict[int, float] | None:
+    """The no-damage run's perplexity at each of `steps`; None where the run or a step is missing."""
+    if no_damage is None or not steps:
+        return None
+    ref = dict(_curve(no_damage, layer, seed))
+    return ref if all(s in ref for s in steps) else None
+
+
+def steps_interval(curve: list[tuple[int, float]], base: float, cfg: RecoveryConfig,
+                   ref: dict[int, float] | None = None) -> tuple[float, float]:
+    """Steps to recover of one run, as an interval: the first evaluation from which perplexity
+    stays within 1 + τ (the smallest τ) of the reference -- the no-damage run's perplexity at the
+    same step (`ref`), or the unedited model's `base`. A run still outside at the step limit is
+    censored: limit + one evaluation interval (`censored_rank_value`'s rank). A run that stopped
+    early (recovered against base) while still outside `ref` lies between its next evaluation and
+    censored. For a damaged run, which stops at its first recovery, this is that step."""
+    tau = min(cfg.taus)
+    out = float(cfg.steps + cfg.eval_every)
+    within = [p <= (1 + tau) * (ref[s] if ref is not None else base) for s, p in curve]
+    if not within[-1]:
+        last = curve[-1][0]
+        return (out, out) if last >= cfg.steps else (float(last + cfg.eval_every), out)
+    i = len(within) - 1
+    while i > 0 and within[i - 1]:
+        i -= 1
+    return float(curve[i][0]), float(curve[i][0])
+
+
+def area(curve: list[tuple[int, float]], base: float, cfg: RecoveryConfig,
+         ref: dict[int, float] | None = None) -> float:
+    """The area under log(PPL / reference) over the evaluation grid 0 … steps, negative parts
+    counted as 0 and the last ratio carried forward after an early stop (`summarise`'s area when
+    the reference is `base`)."""
+    by_step = dict(curve)
+
+    def log_ratio(s: int) -> float:
+        return math.log(by_step[s] / (ref[s] if ref is not None else base))
+
+    last, values = log_ratio(curve[0][0]), []
+    for s in range(0, cfg.steps + 1, cfg.eval_every):
+        if s in by_step:
+            last = log_ratio(s)
+        values.append(max(0.0, last))
+    return float(np.mean(values))
+
+
+def _short_of_target(df: pd.DataFrame, cfg: RecoveryConfig) -> str:
+    """Equal-damage layers whose damaged perplexity stayed below the target (calibration capped)."""
+    if not {"damaged_ppl", "base_ppl"} <= set(df.columns):
+        return ""
+    ratio = df["damaged_ppl"] / df["base_ppl"]
+    short = df.loc[ratio < cfg.equal_damage * (1 - DAMAGE_TOLERANCE), "layer"]
+    return ", ".join(f"L{int(l)}" for l in short)
+
+
+def correlate(table: pd.DataFrame, importance: pd.DataFrame, cfg: RecoveryConfig, *,
+              curves: pd.DataFrame | None = None,
+              no_damage: pd.DataFrame | None = None) -> pd.DataFrame:
     """Spearman ρ (95 % bootstrap CI over layers) of steps-to-recover (censored ranked last) and
     of the area under the curve with chapter 05's neighbour-average degradation, per condition
     (first seed: one run per layer). Only the equal-damage rows count for the verdict: with σ
-    fixed, the initial damage is itself chapter 05's sensitivity (the confound)."""
+    fixed, the initial damage is itself chapter 05's sensitivity (the confound).
+
+    `no_damage` holds the control's curves (layer, seed, step, ppl: the same fine-tuning of each
+    undamaged layer, run to the step limit); with it (and the damaged runs' `curves`), each run
+    is judged against the no-damage run of its layer and seed (column "reference"; a condition
+    with a layer lacking one stays against base), and a "no damage" condition is added: the
+    no-damage runs' own steps and area against base, which is the control."""
+    if no_damage is not None and curves is None:
+        raise ValueError("judging against the no-damage runs needs the damaged runs' curves")
     tau = f"steps τ={min(cfg.taus):g}"
+    out = float(cfg.steps + cfg.eval_every)
     imp = importance[(importance["method"] == "neighbour_average")
                      & (importance["set"] == "E1")].set_index("layer")["deg"]
+    first = _first_seed(table)
     rows = []
-    for cond, df in _first_seed(table).groupby("condition", sort=False):
-        steps = [censored_rank_value(s, cfg.steps, cfg.eval_every) for s in df[tau]]
-        recovered = int(sum(not censored(s) for s in df[tau]))
-        deg = imp.loc[df["layer"]].to_numpy()
-        for label, values in ((tau, steps), ("area under the curve", df["auc"].to_numpy())):
-            rho, lo, hi = spearman_ci(np.asarray(values), deg)
+
+    def add(cond: str, layers, steps, areas, recovered: int, reference: str, short: str) -> None:
+        deg = imp.loc[list(layers)].to_numpy()
+        for label, values in ((tau, steps), ("area under the curve", areas)):
+            rho, lo, hi = spearman_ci(np.asarray(values, dtype=float), deg)
             rows.append({"condition": cond, "recovery measure": label, "spearman_rho": rho,
-                         "ci_low": lo, "ci_high": hi, "layers": len(df), "recovered": recovered,
-                         "counts": cond == "equal damage"})
+                         "ci_low": lo, "ci_high": hi, "layers": len(deg), "recovered": recovered,
+                         "counts": cond == "equal damage", "reference": reference,
+                         "short of target": short})
+
+    for cond, df in first.groupby("condition", sort=False):
+        short = _short_of_target(df, cfg) if cond == "equal damage" else ""
+        runs = list(zip(df["layer"].astype(int), df["seed"].astype(int)))
+        refs = {}
+        if no_damage is not None:
+            damaged = {r: _curve(curves, *r, cond) for r in runs}
+            refs = {r: _reference(no_damage, *r, [s for s, _ in damaged[r]]) for r in runs}
+        if refs and all(v is not None for v in refs.values()):
+            base = dict(zip(runs, df["base_ppl"].astype(float)))
+            spans = [steps_interval(damaged[r], base[r], cfg, refs[r]) for r in runs]
+            steps = [hi if lo != hi else lo for lo, hi in spans]  # unknown: ranked as censored
+            areas = [area(damaged[r], base[r], cfg, refs[r]) for r in runs]
+            add(cond, df["layer"], steps, areas, sum(hi < out for _, hi in spans),
+                "no-damage run", short)
+        else:
+            steps = [censored_rank_value(s, cfg.steps, cfg.eval_every) for s in df[tau]]
+            add(cond, df["layer"], steps, df["auc"].to_numpy(),
+                int(sum(not censored(s) for s in df[tau])), "base", short)
+    if no_damage is not None and len(first):
+        runs = list(dict.fromkeys(zip(first["layer"].astype(int), first["seed"].astype(int))))
+        own = {r: _curve(no_damage, *r) for r in runs}
+        if all(own.values()):
+            base = float(first["base_ppl"].iloc[0])
+            spans = [steps_interval(own[r], base, cfg) for r in runs]
+            add(NO_DAMAGE, [l for l, _ in runs], [lo for lo, _ in spans],
+                [area(own[r], base, cfg) for r in runs], sum(hi < out for _, hi in spans),
+                "base", "")
     return pd.DataFrame(rows)
-
-
-def _slow(steps: float | None) -> bool:
-    return censored(steps) or steps >= SLOW_STEPS
-
-
-def steps_rule(table: pd.DataFrame, cfg: RecoveryConfig) -> tuple[str, dict[str, Any]]:
-    """P2-C5's first half at fixed σ, per seed: the paper's fast layers need 0 steps (their noised
-    PPL already within 1 + τ of base) and its slow layers ≥ SLOW_STEPS (censored counts as slow).
-    A layer that passes in every seed agrees, one that fails in every seed contradicts; any
-    contradiction → not reproduced; every layer agreeing → reproduced; seeds that disagree, or a
-    named layer not run → not testable at this budget."""
-    tau = f"steps τ={min(cfg.taus):g}"
-    fixed = table[table["condition"] == "fixed σ"]
-    tests = {**{l: (lambda v: not censored(v) and v == 0) for l in paper.P2_FAST_RECOVERY.value},
-             **{l: _slow for l in paper.P2_SLOW_RECOVERY.value}}
-    per_layer: dict[str, Any] = {}
-    for layer, test in tests.items():
-        runs = fixed[fixed["layer"] == layer][tau].tolist()
-        per_layer[f"L{layer}"] = [bool(test(v)) for v in runs]
-    if any(not v for v in per_layer.values()):
-        return claims.NOT_TESTABLE, per_layer
-    if any(not any(v) for v in per_layer.values()):
-        return claims.NOT_REPRODUCED, per_layer
-    if all(all(v) for v in per_layer.values()):
-        return claims.REPRODUCED, per_layer
-    return claims.NOT_TESTABLE, per_layer
-
-
-def importance_rule(corr: pd.DataFrame, cfg: RecoveryConfig) -> str:
-    """P2-C5's second half under equal initial damage. The area under the curve (never censored)
-    decides: its ρ interval above 0 → reproduced, unless steps-to-recover (valid when at least half
-    the layers recovered) has a negative ρ; its upper bound below NO_CORRELATION → not reproduced;
-    otherwise, or when every run is alike, not testable at this budget."""
-    tau = f"steps τ={min(cfg.taus):g}"
-    eq = corr[corr["condition"] == "equal damage"].set_index("recovery measure")
-    auc = eq.loc["area under the curve"]
-    lo, hi = float(auc["ci_low"]), float(auc["ci_high"])
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        return claims.NOT_TESTABLE
-    steps = eq.loc[tau]
-    steps_valid = steps["recovered"] >= steps["layers"] / 2 and math.isfinite(steps["spearman_rho"])
-    if lo > 0:
-        return claims.NOT_REPRODUCED if steps_valid and steps["spearman_rho"] < 0 else claims.REPRODUCED
-    if hi < NO_CORRELATION:
-        return claims.NOT_REPRODUCED
-    return claims.NOT_TESTABLE
 
 
 def anti_layer_noise(table: pd.DataFrame) -> dict[str, float]:
@@ -318,66 +384,181 @@ def anti_layer_summary(table: pd.DataFrame, tau: float = 0.05) -> str:
     return f"Damaged / base perplexity at σ fixed: {listed}; {what}."
 
 
-def assess_steps(result: dict[str, pd.DataFrame], cfg: RecoveryConfig,
-                 setting: str) -> claims.Claim:
+def _fmt_steps(span: tuple[float, float], cfg: RecoveryConfig) -> str:
+    lo, hi = span
+    out = float(cfg.steps + cfg.eval_every)
+    if lo >= out:
+        return f"> {cfg.steps}"
+    return f"{int(lo)}" if lo == hi else f"≥ {int(lo)}"
+
+
+def steps_unit(result: dict[str, pd.DataFrame], cfg: RecoveryConfig,
+               no_damage: pd.DataFrame | None = None) -> tuple[claims.Unit, dict[str, Any]]:
+    """P2-C5-recovery-steps' evidence at fixed σ: per seed, the steps to recover of the earlier
+    of the paper's slow layers minus those of the later of its fast layers (the primary), and
+    each group's steps (the secondaries); the interval is the range over the seeds in which all
+    four layers ran. Judged against the no-damage runs of the same layer and seed when
+    `no_damage` holds every one of them (their own contrast against base is then the control),
+    against base otherwise (control not measured)."""
+    decl = DECLARATIONS[STEPS_ID]
     t = result["table"]
-    tau = f"steps τ={min(cfg.taus):g}"
-    verdict, per_layer = steps_rule(t, cfg)
     fixed = t[t["condition"] == "fixed σ"]
+    tau = f"steps τ={min(cfg.taus):g}"
+    slow, fast = paper.P2_SLOW_RECOVERY.value, paper.P2_FAST_RECOVERY.value
+    need = next(s.band.lo for s in decl.secondary if s.name == "core slow")
+    seeds = sorted(set.intersection(*(set(fixed.loc[fixed["layer"] == l, "seed"].astype(int))
+                                      for l in (*slow, *fast))))
+    name = f"stand-in on {cfg.eval_set}"
+    info: dict[str, Any] = {"reference": "base", "seeds": seeds}
+    problems = []
+    if cfg.sigma != PAPER_SIGMA:
+        problems.append(f"σ = {cfg.sigma:g}, not the paper's 50 % noise ({PAPER_SIGMA:g})")
+    if not seeds:
+        problems.append("L8, L11, L14 and L17 were not run in a common seed")
+    if cfg.steps < need:
+        problems.append(f"a step limit of {cfg.steps} cannot show {need:g} steps")
+    if problems:
+        return claims.Unit(name=name, primary=None, precondition="; ".join(problems)), info
+    runs = [(l, s) for l in (*slow, *fast) for s in seeds]
+    curves = result.get("curves")
+    damaged: dict[tuple[int, int], list[tuple[int, float]]] = {}
+    refs: dict[tuple[int, int], dict[int, float] | None] = {}
+    if no_damage is not None and curves is not None:
+        damaged = {r: _curve(curves, *r, "fixed σ") for r in runs}
+        refs = {r: _reference(no_damage, *r, [s for s, _ in damaged[r]]) for r in runs}
+    measured = bool(refs) and all(v is not None for v in refs.values())
+    base = ({(int(r["layer"]), int(r["seed"])): float(r["base_ppl"]) for _, r in fixed.iterrows()}
+            if measured else {})
 
-    def steps(l: int) -> str:
-        runs = fixed[fixed["layer"] == l][tau].tolist()
-        return "/".join(f"> {cfg.steps}" if censored(v) else f"{int(v)}" for v in runs) or "not run"
+    def span(l: int, s: int) -> tuple[float, float]:
+        if measured:
+            return steps_interval(damaged[(l, s)], base[(l, s)], cfg, refs[(l, s)])
+        v = fixed.loc[(fixed["layer"] == l) & (fixed["seed"] == s), tau].iloc[0]
+        c = censored_rank_value(v, cfg.steps, cfg.eval_every)
+        return c, c
 
-    ratio = anti_layer_noise(t)
-    return claims.Claim(
-        id="P2-C5-recovery-steps", paper="P2", chapter=CHAPTER,
-        statement="At 50 % noise, L8 and L11 need ~200 steps to recover; L14 and L17 recover "
-                  "at once",
-        paper_value="L8, L11: 200 steps; L14, L17: 0",
-        ours="; ".join(f"L{l}: {steps(l)}" for l in (8, 11, 14, 17))
-             + " (one entry per seed); noise multiplies PPL by "
-             + ", ".join(f"{k}: ×{v:.2f}" for k, v in ratio.items()),
-        rule=f"recovered = PPL ≤ (1 + {min(cfg.taus):g}) × base on {cfg.eval_set}"
-             f"{f' ({cfg.eval_tokens} tokens)' if cfg.eval_tokens else ''}; L14/L17 need 0 steps "
-             f"and L8/L11 ≥ {SLOW_STEPS} (or censored at {cfg.steps}) in every seed; a layer failing "
-             "in every seed → not reproduced; seeds that disagree → not testable",
-        verdict=verdict, setting=setting, numbers={"per_layer": per_layer, "noise_ratio": ratio})
+    def contrast(spans: dict[tuple[int, int], tuple[float, float]]):
+        """Per seed: the slow group (the earlier layer), the fast group (the later layer) and
+        their difference, as intervals; then their ranges over seeds."""
+        per = []
+        for s in seeds:
+            sl = (min(spans[(l, s)][0] for l in slow), min(spans[(l, s)][1] for l in slow))
+            fa = (max(spans[(l, s)][0] for l in fast), max(spans[(l, s)][1] for l in fast))
+            per.append((sl, fa, (sl[0] - fa[1], sl[1] - fa[0]), sl[0] - fa[0]))
+
+        def est(i: int) -> claims.Estimate:
+            return claims.Estimate(float(np.mean([p[i][0] for p in per])),
+                                   float(min(p[i][0] for p in per)),
+                                   float(max(p[i][1] for p in per)))
+
+        diff = claims.Estimate(float(np.mean([p[3] for p in per])), est(2).lo, est(2).hi)
+        return diff, est(0), est(1)
+
+    spans = {r: span(*r) for r in runs}
+    primary, slow_est, fast_est = contrast(spans)
+    control = None
+    if measured:
+        own = {r: _curve(no_damage, *r) for r in runs}
+        control = contrast({r: steps_interval(own[r], base[r], cfg) for r in runs})[0]
+        info["reference"] = "no-damage run"
+        info["control"] = [control.point, control.lo, control.hi]
+    elif no_damage is not None:
+        info["reference"] = "base (no-damage runs incomplete for the named layers and seeds)"
+    info["steps"] = {f"L{l}": [list(spans[(l, s)]) for s in seeds] for l in (*slow, *fast)}
+    info["per_layer"] = {f"L{l}": [bool(spans[(l, s)][1] <= 0 if l in fast
+                                        else spans[(l, s)][0] >= need) for s in seeds]
+                         for l in (*slow, *fast)}
+    info["text"] = {f"L{l}": "/".join(_fmt_steps(spans[(l, s)], cfg) for s in seeds)
+                    for l in (*slow, *fast)}
+    unit = claims.Unit(name=name, primary=primary, control=control,
+                       secondary={"anti-layers at once": fast_est, "core slow": slow_est})
+    return unit, info
+
+
+def assess_steps(result: dict[str, pd.DataFrame], cfg: RecoveryConfig, setting: str,
+                 no_damage: pd.DataFrame | None = None) -> claims.Claim:
+    decl = DECLARATIONS[STEPS_ID]
+    unit, info = steps_unit(result, cfg, no_damage)
+    ratio = anti_layer_noise(result["table"])
+    text = info.get("text", {})
+    ours = ("; ".join(f"L{l}: {text.get(f'L{l}', 'not run')}" for l in (8, 11, 14, 17))
+            + f" steps (one entry per seed, recovered against {info['reference']})")
+    if unit.primary is not None:
+        ours += (f"; earlier of L8/L11 − later of L14/L17: {unit.primary.lo:+.0f} to "
+                 f"{unit.primary.hi:+.0f} over seeds")
+    if ratio:
+        ours += "; noise multiplies PPL by " + ", ".join(f"{k}: ×{v:.2f}" for k, v in ratio.items())
+    decision = claims.decide(decl, [unit])
+    numbers = {k: v for k, v in info.items() if k != "text"} | {"noise_ratio": ratio}
+    return claims.make(decl, decision, ours=ours, setting=setting, numbers=numbers)
+
+
+def importance_unit(corr: pd.DataFrame, cfg: RecoveryConfig) -> claims.Unit:
+    """P2-C5-recovery-importance's evidence: the equal-damage area ρ (primary), the equal-damage
+    steps ρ (secondary) and, when `correlate` judged against no-damage runs, their own area ρ
+    (the control; otherwise not measured)."""
+    tau = f"steps τ={min(cfg.taus):g}"
+    name = f"stand-in on {cfg.eval_set}"
+    c = corr.set_index(["condition", "recovery measure"])
+    key = ("equal damage", "area under the curve")
+    if key not in c.index:
+        return claims.Unit(name=name, primary=None, precondition="no equal-damage runs")
+    row = c.loc[key]
+    problems = []
+    if row.get("short of target"):
+        problems.append(f"{row['short of target']} did not reach the equal damage "
+                        f"({cfg.equal_damage:g} × base)")
+    if not all(math.isfinite(float(row[k])) for k in ("spearman_rho", "ci_low", "ci_high")):
+        problems.append("ρ undefined: the recovery measure is alike for every layer")
+    if problems:
+        return claims.Unit(name=name, primary=None, precondition="; ".join(problems))
+
+    def est(r) -> claims.Estimate:
+        return claims.Estimate(float(r["spearman_rho"]), float(r["ci_low"]), float(r["ci_high"]))
+
+    control = None
+    if row.get("reference") == "no-damage run" and (NO_DAMAGE, key[1]) in c.index:
+        control = est(c.loc[(NO_DAMAGE, key[1])])
+    return claims.Unit(name=name, primary=est(row), control=control,
+                       secondary={"steps": est(c.loc[("equal damage", tau)])})
 
 
 def assess_importance(corr: pd.DataFrame, cfg: RecoveryConfig, setting: str) -> claims.Claim:
+    """The importance claim; its control comes from `corr` (pass the no-damage runs to
+    `correlate`)."""
+    decl = DECLARATIONS[IMPORTANCE_ID]
     tau = f"steps τ={min(cfg.taus):g}"
     c = corr.set_index(["condition", "recovery measure"])
+    conds = [cond for cond in (*CONDITIONS, NO_DAMAGE) if (cond, tau) in c.index]
 
     def show(cond: str, m: str) -> str:
         r = c.loc[(cond, m)]
         return (f"{cond}, {'steps' if m == tau else 'area'} {r['spearman_rho']:+.2f} "
                 f"[{r['ci_low']:+.2f}, {r['ci_high']:+.2f}]")
 
-    return claims.Claim(
-        id="P2-C5-recovery-importance", paper="P2", chapter=CHAPTER,
-        statement="Recovery speed correlates with layer importance",
-        paper_value="positive correlation (no number given)",
+    reference = (c.loc[("equal damage", tau), "reference"]
+                 if ("equal damage", tau) in c.index and "reference" in c else "base")
+    decision = claims.decide(decl, [importance_unit(corr, cfg)])
+    return claims.make(
+        decl, decision,
         ours="Spearman ρ with the neighbour-average degradation (95 % CI over layers): "
-             + "; ".join(show(cond, m) for cond in CONDITIONS for m in (tau, "area under the curve"))
-             + " — the fixed-σ rows are confounded by the initial damage and do not count",
-        rule=f"equal initial damage ({cfg.equal_damage:g} × base): area-under-curve ρ interval > 0 "
-             f"→ reproduced (unless steps, valid when half the layers recover, give ρ < 0); upper "
-             f"bound < {NO_CORRELATION} → not reproduced; else not testable at this budget",
-        verdict=importance_rule(corr, cfg), setting=setting,
+             + "; ".join(show(cond, m) for cond in conds for m in (tau, "area under the curve"))
+             + f" — judged against {reference}; the fixed-σ rows are confounded by the initial "
+             "damage and do not count",
+        setting=setting,
         numbers={"rho": {f"{cond}|{m}": float(c.loc[(cond, m), "spearman_rho"])
-                         for cond in CONDITIONS for m in (tau, "area under the curve")}})
-
-
-CHAPTER = "09_recovery_speed"
+                         for cond in conds for m in (tau, "area under the curve")},
+                 "reference": str(reference)})
 
 
 def assess(result: dict[str, pd.DataFrame], corr: pd.DataFrame, cfg: RecoveryConfig,
-           setting: str) -> list[claims.Claim]:
-    """Both C5 claims; the steps claim only when the paper's named layers were run."""
+           setting: str, no_damage: pd.DataFrame | None = None) -> list[claims.Claim]:
+    """Both C5 claims; the steps claim only when the paper's named layers were run. `no_damage`
+    (the control's curves; see `correlate`, which must get the same runs for the importance
+    claim) is optional: without it both controls are not measured."""
     layers = set(result["table"]["layer"])
     named = {*paper.P2_SLOW_RECOVERY.value, *paper.P2_FAST_RECOVERY.value}
-    found = [assess_steps(result, cfg, setting)] if named <= layers else []
+    found = [assess_steps(result, cfg, setting, no_damage)] if named <= layers else []
     return found + [assess_importance(corr, cfg, setting)]
 
 

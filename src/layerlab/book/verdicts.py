@@ -54,7 +54,7 @@ SPEC_CLAIMS: dict[str, tuple[str, str]] = {
     "P2-C6-cost": ("P2", "10_growth_training"),
 }
 CLAIM_COLUMNS = ["id", "paper", "chapter", "statement", "paper_value", "ours", "rule", "verdict",
-                 "setting"]
+                 "setting", "decided_by", "finding", "source_from"]
 # `source`: the profile whose verdict the row shows; `other`: the weaker profile's verdict
 # where both measured the claim
 COLUMNS = [*CLAIM_COLUMNS, "source", "other"]
@@ -74,13 +74,25 @@ def table(profile: str) -> pd.DataFrame:
             prev = rows.get(r["id"])
             other = f"{prev['source']}: {prev['verdict']}" if prev is not None else ""
             rows[r["id"]] = {**{c: r[c] for c in CLAIM_COLUMNS}, "source": source, "other": other}
-    for cid, (paper, chapter) in SPEC_CLAIMS.items():
-        rows.setdefault(cid, {"id": cid, "paper": paper, "chapter": chapter,
-                              "statement": "(not measured)", "paper_value": "", "ours": "",
-                              "rule": "", "verdict": claims.NOT_TESTABLE,
+    from layerlab.book.decisions import declarations
+
+    declared = {d.id: d for d in declarations()}
+    for cid, (paper_id, chapter) in SPEC_CLAIMS.items():
+        d = declared.get(cid)
+        rows.setdefault(cid, {"id": cid, "paper": paper_id, "chapter": chapter,
+                              "statement": d.statement if d else "(not measured)",
+                              "paper_value": d.paper_value if d else "", "ours": "",
+                              "rule": "", "verdict": str(claims.NOT_TESTABLE),
                               "setting": f"not measured in the {profile} profile",
+                              "decided_by": "precondition: not measured in this profile",
+                              "finding": d.finding if d else cid,
+                              "source_from": d.source_from if d else "",
                               "source": profile, "other": ""})
     out = pd.DataFrame(rows.values(), columns=COLUMNS)
+    # a claim without a declared finding is its own finding
+    out["finding"] = [f if isinstance(f, str) and f else cid
+                      for f, cid in zip(out["finding"], out["id"])]
+    out[["decided_by", "source_from"]] = out[["decided_by", "source_from"]].fillna("")
     return out.sort_values(["paper", "chapter", "id"]).reset_index(drop=True)
 
 
@@ -91,21 +103,46 @@ def sources(t: pd.DataFrame) -> pd.DataFrame:
 
 
 def counts(t: pd.DataFrame) -> pd.DataFrame:
-    """Claims per paper and verdict."""
+    """Claims per paper and verdict; claims quoting only a secondary summary of the paper are
+    counted apart (their row says so)."""
+    t = t.assign(paper=[f"{p} (secondary summary only)" if "summary" in str(s).lower() else p
+                        for p, s in zip(t["paper"], t["source_from"])])
     c = t.pivot_table(index="paper", columns="verdict", values="id", aggfunc="count", fill_value=0)
-    return c.reindex(columns=[v for v in claims.VERDICTS if v in c.columns])
+    return c.reindex(columns=[str(v) for v in claims.VERDICTS if str(v) in c.columns])
+
+
+def findings(t: pd.DataFrame) -> pd.DataFrame:
+    """One row per finding (claims computed from the same experiment share one): its claims and
+    one verdict for it by the cross-unit rule of the decision procedure (`claims.across`)."""
+    rows = []
+    for (paper_id, finding), g in t.groupby(["paper", "finding"], sort=True):
+        verdict, _ = claims.across(dict(zip(g["id"], g["verdict"])))
+        rows.append({"paper": paper_id, "finding": finding, "claims": ", ".join(g["id"]),
+                     "verdict": str(verdict)})
+    return pd.DataFrame(rows, columns=["paper", "finding", "claims", "verdict"])
+
+
+def finding_counts(t: pd.DataFrame) -> pd.DataFrame:
+    """Findings per paper and verdict: the headline count, one per independent experiment."""
+    f = findings(t)
+    c = f.pivot_table(index="paper", columns="verdict", values="finding", aggfunc="count",
+                      fill_value=0)
+    return c.reindex(columns=[str(v) for v in claims.VERDICTS if str(v) in c.columns])
 
 
 def html_table(t: pd.DataFrame) -> str:
     """The verdict table as HTML, each claim linking to its chapter page."""
     head = ("<th>paper</th><th>claim</th><th>paper reported</th><th>ours</th>"
-            "<th>tolerance</th><th>verdict</th><th>measured on</th><th>from</th>")
+            "<th>band and control</th><th>verdict (deciding step)</th><th>measured on</th>"
+            "<th>from</th>")
     body = []
     for _, r in t.iterrows():
         link = f'<a href="{r["chapter"]}.html">{html.escape(r["statement"])}</a>'
         body.append("<tr>" + "".join(f"<td>{x}</td>" for x in (
             r["paper"], link, html.escape(str(r["paper_value"])), html.escape(str(r["ours"])),
-            html.escape(str(r["rule"])), f"<b>{html.escape(r['verdict'])}</b>",
+            html.escape(str(r["rule"])),
+            f"<b>{html.escape(r['verdict'])}</b><br><small>{html.escape(str(r['decided_by']))}"
+            "</small>",
             html.escape(str(r["setting"])), html.escape(_from(r)))) + "</tr>")
     return (f'<table class="dataframe"><thead><tr>{head}</tr></thead><tbody>'
             + "".join(body) + "</tbody></table>")
