@@ -161,6 +161,10 @@ _CH07_08: tuple[Declaration, ...] = (
 )
 
 # --- chapters 09 and 10: recovery after noise and growth training (P2-C5*, P2-C6*) -------------
+# the four growth claims come from one experiment: one scope, one finding
+_GTT_SCOPE = ("the paper's proof-of-concept: a 12-layer Llama-style model trained from scratch "
+              "in the memorisation regime; one unit (the paper-regime runs)")
+_GTT_FINDING = "P2-F6 GTT proof-of-concept"
 _CH09_10: tuple[Declaration, ...] = (
     Declaration(
         id="P2-C5-recovery-steps", paper="P2", chapter="09_recovery_speed",
@@ -259,9 +263,8 @@ _CH09_10: tuple[Declaration, ...] = (
                      "uniform's optimizer steps (the summary's 'identical training steps') is "
                      "pending",
         control="",
-        scope="the paper's proof-of-concept: a 12-layer Llama-style model trained from scratch "
-              "in the memorisation regime; one unit (the paper-regime runs)",
-        finding="P2-F6 GTT proof-of-concept",
+        scope=_GTT_SCOPE,
+        finding=_GTT_FINDING,
     ),
     Declaration(
         id="P2-C6-half-budget", paper="P2", chapter="10_growth_training",
@@ -282,9 +285,8 @@ _CH09_10: tuple[Declaration, ...] = (
                      "paper's own arm (GTT at 416 of uniform's 656 optimizer steps, 63 %), is "
                      "pending (not run); the paper's regime; at least two paired seeds",
         control="",
-        scope="the paper's proof-of-concept: a 12-layer Llama-style model trained from scratch "
-              "in the memorisation regime; one unit (the paper-regime runs)",
-        finding="P2-F6 GTT proof-of-concept",
+        scope=_GTT_SCOPE,
+        finding=_GTT_FINDING,
         secondary=(
             Secondary(name="2.1× lower loss",
                       statistic="uniform / GTT final validation loss (as the primary)",
@@ -311,9 +313,8 @@ _CH09_10: tuple[Declaration, ...] = (
                      "steps; the optimizer-step reading (GTT at 63 % of uniform's steps) is "
                      "pending",
         control="",
-        scope="the paper's proof-of-concept: a 12-layer Llama-style model trained from scratch "
-              "in the memorisation regime; one unit (the paper-regime runs)",
-        finding="P2-F6 GTT proof-of-concept",
+        scope=_GTT_SCOPE,
+        finding=_GTT_FINDING,
     ),
     Declaration(
         id="P2-C6-cost", paper="P2", chapter="10_growth_training",
@@ -333,9 +334,8 @@ _CH09_10: tuple[Declaration, ...] = (
                      "measures it, GTT at 50 % of uniform's layer-steps; the optimizer-step "
                      "reading (GTT at 63 % of uniform's steps) is pending; the paper's regime",
         control="",
-        scope="the paper's proof-of-concept: a 12-layer Llama-style model trained from scratch "
-              "in the memorisation regime; one unit (the paper-regime runs)",
-        finding="P2-F6 GTT proof-of-concept",
+        scope=_GTT_SCOPE,
+        finding=_GTT_FINDING,
     ),
 )
 
