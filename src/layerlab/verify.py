@@ -45,8 +45,14 @@ REL_TOL, ABS_TOL = 1e-9, 1e-12
 # that matters leaves (a doubled area, a changed formula).
 DERIVED_REL_TOL = 1e-6
 # Expensive records come from float32 model arithmetic, whose last bits depend on the CPU's
-# kernels (oneDNN picks AVX2 or AVX-512 code) and are amplified by training steps.
-MODEL_REL_TOL = 1e-5
+# kernels (oneDNN picks AVX2 or AVX-512 code) and are amplified by training steps. Measured on
+# one committed record (E0, L04 neighbour-averaged, SmolLM2 stand-in): AVX2 against AVX-512 moves
+# its perplexity by 9e-6 relative, but the float32 cross-entropy kernel moves it by 1.2e-4: the
+# records computed before 6db28b4 used a transposed-view cross-entropy whose summed NLL is
+# 0.025 nats (1.3e-4 a token) from float64 on that set, the flattened one 0.0016 nats. Both are
+# float32 rounding, not a change in what is computed, so the class's tolerance sits above the
+# larger one — far below a printed digit and far below what a code change that matters leaves.
+MODEL_REL_TOL = 5e-4
 
 # Experiments whose records are derived from other records or the vendored data and cost about
 # a second or less: recomputed on every `make check-outputs`. Everything else is expensive.

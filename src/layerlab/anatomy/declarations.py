@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 
+from layerlab import paper
 from layerlab.claims import Band, Declaration, Kind, Secondary, index
 
 __all__ = ["DECLARATIONS"]
@@ -73,7 +74,7 @@ _CH07_08: tuple[Declaration, ...] = (
         unit="sentences (paired bootstrap over the set's sentences, 95 % percentile interval; "
              "E1's sentences share articles, so its interval is narrower than an article-level "
              "one)",
-        band=Band(lo=math.log10(100_000 / 22.60) - 1,
+        band=Band(lo=math.log10(paper.P2_PARADOX_K9_PPL.value / paper.P2_BASE_PPL.value) - 1,
                   reason="the paper gives only a bound (PPL > 100,000 against 22.60 unedited, a "
                          "ratio above 4,425) on another checkpoint and other sentences, so by §3 "
                          "a failure of the same order keeps its conclusion: the ratio within one "

@@ -11,11 +11,20 @@ from __future__ import annotations
 
 import math
 
+from layerlab import paper
 from layerlab.claims import Band, Declaration, Kind, Secondary, index
 
 __all__ = ["DECLARATIONS"]
 
 INF = math.inf
+_FIT = paper.P1_FIT.value  # the authors' notebook outputs
+_ALPHA, _PM = paper.P1_ALPHA_L.value, paper.P1_ALPHA_L_PM.value
+
+
+def _agree(key: str, reason: str) -> Band:
+    """Agreement with the authors' notebook output `key` to within 0.05 (half the printed
+    decimal)."""
+    return Band(lo=round(_FIT[key] - 0.05, 4), hi=round(_FIT[key] + 0.05, 4), reason=reason)
 
 # --- chapter 01: the depth exponent on Chinchilla data (P1-C*) --------------------------------
 # Two findings. "P1-C recipe re-run": the authors' own fit (their 203 points, units, start,
@@ -63,12 +72,11 @@ _CH01: tuple[Declaration, ...] = (
         paper_value="1.2014 ± 0.2685 (printed 1.2 ± 0.3)", kind=Kind.NUMBER,
         primary="α_ℓ of the authors' recipe re-run on the same 203 points",
         unit=_C01_RERUN_UNIT,
-        band=Band(lo=round(1.2014 - 0.05, 4), hi=round(1.2014 + 0.05, 4), reason=_C01_HALF_DECIMAL),
+        band=_agree('alpha_l', reason=_C01_HALF_DECIMAL),
         precondition=_C01_RERUN_PRE, control="",
         secondary=(Secondary(name="standard error", statistic="the Jacobian standard error of α_ℓ "
                              "(linear-space residuals, s²(JᵀJ)⁻¹), as the authors compute it",
-                             band=Band(lo=round(0.2685 - 0.05, 4), hi=round(0.2685 + 0.05, 4),
-                                       reason="printed as ± 0.3: within 0.05 of 0.2685")),),
+                             band=_agree('alpha_l_se', reason="printed as ± 0.3: within 0.05 of the code's standard error")),),
         scope=_C01_SCOPE, finding="P1-C recipe re-run"),
     Declaration(
         id="P1-C3-other-exponents", paper="P1", chapter="01_depth_scaling_law",
@@ -79,14 +87,12 @@ _CH01: tuple[Declaration, ...] = (
         paper_value="α_m 0.9769, α_D 0.2991, L0 1.7503", kind=Kind.NUMBER,
         primary="α_m of the authors' recipe re-run on the same 203 points",
         unit=_C01_RERUN_UNIT,
-        band=Band(lo=round(0.9769 - 0.05, 4), hi=round(0.9769 + 0.05, 4), reason=_C01_HALF_DECIMAL),
+        band=_agree('alpha_m', reason=_C01_HALF_DECIMAL),
         precondition=_C01_RERUN_PRE, control="",
         secondary=(Secondary(name="alpha_D", statistic="α_D of the same re-run",
-                             band=Band(lo=round(0.2991 - 0.05, 4), hi=round(0.2991 + 0.05, 4),
-                                       reason="printed as α_D ≈ 0.3: within 0.05 of 0.2991")),
+                             band=_agree('alpha_D', reason="printed as α_D ≈ 0.3: within 0.05 of 0.2991")),
                    Secondary(name="L0", statistic="L0 of the same re-run",
-                             band=Band(lo=round(1.7503 - 0.05, 4), hi=round(1.7503 + 0.05, 4),
-                                       reason="the same one-decimal precision as the exponents: "
+                             band=_agree('L0', reason="the same one-decimal precision as the exponents: "
                                               "within 0.05 of 1.7503"))),
         scope=_C01_SCOPE, finding="P1-C recipe re-run"),
     Declaration(
@@ -98,7 +104,7 @@ _CH01: tuple[Declaration, ...] = (
         paper_value="1.2 ± 0.3", kind=Kind.NUMBER,
         primary="α_ℓ of the converged least-squares fit (the optimum of the authors' objective)",
         unit=_C01_SHAPE_UNIT,
-        band=Band(lo=round(1.2 - 1.96 * 0.3, 9), hi=round(1.2 + 1.96 * 0.3, 9),
+        band=Band(lo=round(_ALPHA - 1.96 * _PM, 9), hi=round(_ALPHA + 1.96 * _PM, 9),
                   reason="the paper's ± 0.3 is a standard error (fit-5.ipynb: Jacobian SE "
                          "s²(JᵀJ)⁻¹), so its own 95 % interval is 1.2 ± 1.96 × 0.3"),
         precondition=_C01_SHAPE_PRE, control="", scope=_C01_SCOPE, finding="P1-C depth exponent"),
@@ -126,12 +132,11 @@ _CH01: tuple[Declaration, ...] = (
         paper_value="1.0661 ± 0.2423", kind=Kind.NUMBER,
         primary="α_ℓ of the authors' recipe re-run with depth ℓ − 2 on the same 203 points",
         unit=_C01_RERUN_UNIT,
-        band=Band(lo=round(1.0661 - 0.05, 4), hi=round(1.0661 + 0.05, 4), reason=_C01_HALF_DECIMAL),
+        band=_agree('alpha_l_minus2', reason=_C01_HALF_DECIMAL),
         precondition=_C01_RERUN_PRE, control="",
         secondary=(Secondary(name="standard error", statistic="the Jacobian standard error of "
                              "α_ℓ in the ℓ − 2 fit",
-                             band=Band(lo=round(0.2423 - 0.05, 4), hi=round(0.2423 + 0.05, 4),
-                                       reason="the same one-decimal precision: within 0.05 of "
+                             band=_agree('alpha_l_minus2_se', reason="the same one-decimal precision: within 0.05 of "
                                               "0.2423")),),
         scope=_C01_SCOPE, finding="P1-C recipe re-run"),
     Declaration(
