@@ -70,7 +70,7 @@ $(FLOORS)/.installed: requirements/floors.txt pyproject.toml
 test-floors: $(FLOORS)/.installed
 	OMP_NUM_THREADS=1 LAYERLAB_THREADS=1 LAYERLAB_PROFILE=smoke HF_HUB_OFFLINE=1 \
 	  HF_DATASETS_OFFLINE=1 $(FLOORS)/bin/python -m pytest tests \
-	  -m "not book and not offline_model and not freshness and not gpu_dry"
+	  -m "not book and not offline_model and not freshness and not gpu_dry and not browser"
 
 # Refuses to write a committed profile's results from a dirty tree (FORCE=1 overrides).
 execute: install

@@ -47,6 +47,14 @@ CHROMIUM = os.environ.get("LAYERLAB_CHROMIUM") or shutil.which("chromium") or "/
 BROWSER_NODE = Path(__file__).parent / "browser" / "node_modules"
 
 
+def pytest_collection_modifyitems(items):
+    """Every test that drives Chromium is marked `browser`, so `make test-floors` (whose venv has
+    no playwright) deselects them by marker rather than by a list of names kept by hand."""
+    for item in items:
+        if "browser" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.browser)
+
+
 @pytest.fixture(scope="session")
 def browser():
     """One headless Chromium for the whole run. Playwright's sync API runs an event loop in
