@@ -55,6 +55,30 @@ def test_noise_damages_and_recovery_stops_once_recovered(lab):
     assert big["damaged_ppl"] != big["base_ppl"]
 
 
+def test_the_no_damage_control_trains_the_same_layer_undamaged_to_the_step_limit(lab):
+    cfg = dataclasses.replace(recovery.config_for(lab), steps=4, eval_every=2, lr=1e-2,
+                              taus=(10.0,))
+    before = _state(lab.lm)
+    base = recovery.evaluator(lab, cfg).base().ppl
+    out = recovery.recover(lab, 1, 8.0, cfg, damage=False)
+    # no noise: it starts at the base perplexity exactly; a damaged run within 11x base would
+    # stop at step 0, the control runs every step
+    assert out["damaged_ppl"] == pytest.approx(base, rel=1e-6)
+    assert [c["step"] for c in out["curve"]] == [0, 2, 4]
+    assert out["curve"][-1]["ppl"] != out["curve"][0]["ppl"]  # fine-tuning moved it
+    assert all(torch.equal(before[k], v) for k, v in _state(lab.lm).items())
+
+
+def test_no_damage_runs_pair_every_fixed_sigma_run():
+    cfg = recovery.RecoveryConfig(layers=(1, 8, 14), seeds=(0, 1), seeded_layers=(8, 14))
+    nd = recovery.no_damage_items(cfg)
+    fixed = {(i["layer"], i["seed"]) for i in recovery.items(cfg).values()
+             if i["condition"] == "fixed σ"}
+    assert {(i["layer"], i["seed"]) for i in nd.values()} == fixed
+    assert list(nd)[:2] == ["no-damage-L08-s0", "no-damage-L08-s1"]  # the named layers first
+    assert all(i["condition"] == recovery.NO_DAMAGE for i in nd.values())
+
+
 def test_summary_censoring_and_area():
     cfg = recovery.RecoveryConfig(steps=40, eval_every=10, taus=(0.05, 0.10))
     curve = [{"step": 0, "ppl": 20.0}, {"step": 10, "ppl": 12.0}, {"step": 20, "ppl": 10.4}]
@@ -287,3 +311,12 @@ def test_smoke_chapter_runs_and_judges(lab):
     corr = recovery.correlate(r["table"], importance.run(lab)["table"], cfg)
     found = recovery.assess(r, corr, cfg, "smoke")
     assert [c.id for c in found] == ["P2-C5-recovery-importance"]  # tiny model: no L8/L11
+    nd = recovery.run_no_damage(lab)
+    assert set(zip(nd["layer"], nd["seed"])) == {(i["layer"], i["seed"]) for i in
+                                                 recovery.no_damage_items(cfg).values()}
+    assert nd.groupby(["layer", "seed"])["step"].max().eq(cfg.steps).all()
+    judged = recovery.correlate(r["table"], importance.run(lab)["table"], cfg,
+                                curves=r["curves"], no_damage=nd)
+    assert recovery.NO_DAMAGE in set(judged["condition"])
+    assert set(judged.loc[judged["condition"] != recovery.NO_DAMAGE, "reference"]) == {
+        "no-damage run"}

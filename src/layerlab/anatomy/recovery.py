@@ -8,8 +8,9 @@ perplexity, which removes the circularity of "a layer that hurts more takes long
 The model is restored exactly afterwards.
 
 The two C5 claims are decided by `claims.decide` from their declarations. Their control is the
-same fine-tuning of each layer undamaged (no-damage runs, not yet run): passed to `correlate` and
-`assess`, "recovered" and the area are judged against it; absent, the control is not measured.
+same fine-tuning of each layer undamaged (`run_no_damage`, records `no-damage-…`): passed to
+`correlate` and `assess`, "recovered" and the area are judged against it; absent, the control is
+not measured.
 """
 
 from __future__ import annotations
@@ -56,8 +57,13 @@ def _trainable(lab: Lab, layer: int, cfg: RecoveryConfig) -> list[torch.nn.Param
 
 
 def recover(lab: Lab, layer: int, sigma: float, cfg: RecoveryConfig, *,
-            windows: torch.Tensor | None = None, seed: int | None = None) -> dict[str, Any]:
-    """Noise `layer`, fine-tune, and return the recovery curve; the model is restored after."""
+            windows: torch.Tensor | None = None, seed: int | None = None,
+            damage: bool = True) -> dict[str, Any]:
+    """Noise `layer`, fine-tune, and return the recovery curve; the model is restored after.
+
+    `damage=False` is the no-damage control: the same fine-tuning of the same layer on the same
+    batches with no noise, run to the step limit (it has nothing to recover, so no early stop):
+    what fine-tuning alone does to the perplexity, against which "recovered" is judged."""
     lm = lab.lm
     seed = cfg.seed if seed is None else seed
     ev = evaluator(lab, cfg)
@@ -75,11 +81,12 @@ def recover(lab: Lab, layer: int, sigma: float, cfg: RecoveryConfig, *,
             p.requires_grad_(False)
         for p in params:
             p.requires_grad_(True)
-        with edits.applied(lm, edits.edit("noise", layer, sigma=sigma, seed=seed)):
+        noise = edits.edit("noise", layer, sigma=sigma, seed=seed) if damage else None
+        with edits.applied(lm, noise):
             curve.append({"step": 0, "ppl": ev.current(start).ppl})
             opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
             step = 0
-            while curve[-1]["ppl"] > (1 + threshold) * base and step < cfg.steps:
+            while step < cfg.steps and (not damage or curve[-1]["ppl"] > (1 + threshold) * base):
                 for _ in range(cfg.eval_every):
                     ids = windows[step].to(lm.device)
                     with torch.enable_grad():
@@ -157,6 +164,38 @@ def items(cfg: RecoveryConfig) -> dict[str, dict[str, Any]]:
 
 
 CONDITIONS = ("fixed σ", "equal damage")
+
+
+def no_damage_items(cfg: RecoveryConfig) -> dict[str, dict[str, Any]]:
+    """The control's runs, records named `no-damage-L<layer>-s<seed>`: one per fixed-σ run (same
+    layer, same seed, so the same batches), the paper's named layers first."""
+    out = {}
+    for item in items(cfg).values():
+        if item["condition"] == "fixed σ":
+            out[f"no-damage-L{item['layer']:02d}-s{item['seed']}"] = {
+                "condition": NO_DAMAGE, "layer": item["layer"], "seed": item["seed"]}
+    return out
+
+
+def run_no_damage(lab: Lab) -> pd.DataFrame:
+    """The no-damage control (VERDICTS.md: "recovered" is judged against it): each fixed-σ run's
+    layer fine-tuned on the same batches with no noise, to the step limit. Cached per run beside
+    the damaged runs (same key, items `no-damage-…`). Its curves: layer, seed, step, ppl."""
+    cfg = config_for(lab)
+    key = lab.key(recovery=cfg.key())
+    windows: dict[int, torch.Tensor] = {}
+
+    def compute(name: str, item: dict[str, Any]) -> dict[str, Any]:
+        seed = item["seed"]
+        if seed not in windows:
+            windows[seed] = training_windows(lab.lm.tokenizer, cfg, seed)
+        return recover(lab, item["layer"], 0.0, cfg, windows=windows[seed], seed=seed,
+                       damage=False)
+
+    todo = no_damage_items(cfg)
+    stored = lab.cache.for_each("recovery", key, todo, compute, progress=lab.progress)
+    return pd.DataFrame([{"layer": item["layer"], "seed": item["seed"], **c}
+                         for name, item in todo.items() for c in stored[name]["curve"]])
 
 
 def run(lab: Lab) -> dict[str, pd.DataFrame]:
