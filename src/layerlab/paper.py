@@ -71,3 +71,6 @@ P2_SLOW_RECOVERY_STEPS = Reported(200, "[ABS]/[SUM] 200 steps for L8, L11 (spec 
 P2_FAST_RECOVERY = Reported((14, 17), "[ABS]/[SUM] L14, L17 improve at once, 0 steps (spec §1, C5)")
 P2_GROWTH = Reported({"gtt": 0.127, "uniform": 0.599, "ratio": 4.7, "faster": 0.13,
                       "cost": 0.54}, "[ABS] 4.7×, 13 %, 54 %; [SUM] 0.127 vs 0.599 (spec §1, C6)")
+P2_GROWTH_STEPS = Reported({"gtt": 416, "uniform": 656},
+                           "[SUM] GTT at 50 % budget (416 steps) vs uniform at full budget "
+                           "(656 steps) (spec §9)")
