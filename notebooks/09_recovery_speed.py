@@ -110,12 +110,22 @@ print(recovery.anti_layer_summary(result["table"]))
 # damaged run counts as recovered only against the no-damage run of its own layer and seed: the
 # same fine-tuning on the same batches with no noise (column "reference"). The "no damage" rows
 # are that control's own steps and area against base: what "healing" the same procedure reports
-# when there is nothing to heal.
+# when there is nothing to heal. A profile that controls only some runs (the `cpu` profile: the
+# named layers' first seed, each a full 300 steps) judges against base and shows the control
+# beside, in the table after this one.
 
 # %%
 corr = recovery.correlate(result["table"], imap, cfg, curves=result["curves"],
                           no_damage=no_damage)
 corr.round(3)
+
+# %% [markdown]
+# Each controlled run beside its no-damage twin: where the undamaged layer's own fine-tuning
+# takes the perplexity (relative to the unedited model), and the damaged run's steps to recover
+# against base and against that twin.
+
+# %%
+recovery.control_table(result, no_damage, cfg).round(3)
 
 # %% [markdown]
 # ## Verdict

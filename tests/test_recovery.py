@@ -315,8 +315,22 @@ def test_smoke_chapter_runs_and_judges(lab):
     assert set(zip(nd["layer"], nd["seed"])) == {(i["layer"], i["seed"]) for i in
                                                  recovery.no_damage_items(cfg).values()}
     assert nd.groupby(["layer", "seed"])["step"].max().eq(cfg.steps).all()
+    shown = recovery.control_table(r, nd, cfg)
+    assert len(shown) == len(recovery.no_damage_items(cfg))
+    assert shown["no damage: lowest PPL / base"].le(1.0 + 1e-9).all()  # step 0 is base itself
     judged = recovery.correlate(r["table"], importance.run(lab)["table"], cfg,
                                 curves=r["curves"], no_damage=nd)
     assert recovery.NO_DAMAGE in set(judged["condition"])
     assert set(judged.loc[judged["condition"] != recovery.NO_DAMAGE, "reference"]) == {
         "no-damage run"}
+
+
+def test_the_control_selection_picks_runs_and_leaves_every_key_alone():
+    cfg = recovery.RecoveryConfig(layers=(1, 8, 14), seeds=(0, 1), seeded_layers=(8, 14))
+    some = cfg.replace(control_layers=(8, 14), control_seeds=(0,))
+    assert list(recovery.no_damage_items(some)) == ["no-damage-L08-s0", "no-damage-L14-s0"]
+    assert some.key() == cfg.key()  # the damaged runs' records keep their keys
+    with pytest.raises(ValueError):
+        cfg.replace(control_layers=(9,))
+    assert set(recovery.no_damage_items(some.shrunk(4))) <= set(recovery.no_damage_items(
+        some.shrunk(4).replace(control_layers=None, control_seeds=None)))

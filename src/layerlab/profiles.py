@@ -114,7 +114,11 @@ CPU_ANATOMY = AnatomySettings(
         layers=(1, 2, 4, 6, 8, 9, 10, 11, 14, 17, 20, 23, 25, 28),
         sigma=0.5, steps=300, eval_every=20, lr=1e-4, batch_size=2, seq_len=64,
         eval_set="E1", eval_tokens=2048, seeds=(0, 1),
-        seeded_layers=(*paper.P2_SLOW_RECOVERY.value, *paper.P2_FAST_RECOVERY.value)),
+        seeded_layers=(*paper.P2_SLOW_RECOVERY.value, *paper.P2_FAST_RECOVERY.value),
+        # the no-damage control costs a full 300 steps per run (~15 CPU minutes): on two cores
+        # only the named layers' first seed; the gpu profile controls every run
+        control_layers=(*paper.P2_SLOW_RECOVERY.value, *paper.P2_FAST_RECOVERY.value),
+        control_seeds=(0,)),
 )
 
 # The paper's grid (App. C): 16 temperatures x 3 teacher replicates x 2 teacher types with a

@@ -368,6 +368,10 @@ class RecoveryConfig(_Settings):
     equal_damage: float = 2.0  # damaged PPL / base PPL that the calibrated σ aims for
     seeds: tuple[int, ...] = (0,)  # noise draw and data order; the first for every layer
     seeded_layers: tuple[int, ...] = ()  # these layers repeat the fixed-σ run for every seed
+    # which fixed-σ runs get their no-damage control (None: every layer, every seed); a control
+    # run costs a full step limit, so the cpu profile controls only some
+    control_layers: tuple[int, ...] | None = None
+    control_seeds: tuple[int, ...] | None = None
 
     @property
     def seed(self) -> int:
@@ -386,16 +390,25 @@ class RecoveryConfig(_Settings):
                f"eval_tokens must be >= 0 and seeds non-empty: {self}")
         _check(set(self.seeded_layers) <= set(self.layers),
                f"seeded_layers {self.seeded_layers} must be among the layers {self.layers}")
+        _check(set(self.control_layers or ()) <= set(self.layers)
+               and set(self.control_seeds or ()) <= set(self.seeds),
+               f"control layers {self.control_layers} and seeds {self.control_seeds} must be "
+               f"among the layers {self.layers} and seeds {self.seeds}")
 
     def key(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        # which runs get a control selects records, it changes none: every record's own item
+        # (layer, seed, condition) is in its key
+        return {k: v for k, v in self.__dict__.items()
+                if k not in ("control_layers", "control_seeds")}
 
     def shrunk(self, n_layers: int) -> "RecoveryConfig":
         """Three layers of an `n_layers` stand-in, two steps; seeds kept for the first layer."""
         layers = tuple(sorted({min(l, n_layers - 1) for l in self.layers})[:3])
         return self.replace(layers=layers, steps=2, eval_every=1, batch_size=2, seq_len=16,
                             eval_tokens=min(self.eval_tokens, 64),
-                            seeds=self.seeds[:2], seeded_layers=layers[:1] if self.seeded_layers else ())
+                            seeds=self.seeds[:2], seeded_layers=layers[:1] if self.seeded_layers else (),
+                            control_layers=None if self.control_layers is None else layers[:1],
+                            control_seeds=None if self.control_seeds is None else self.seeds[:1])
 
 
 MAP_METHODS = ("neighbour_average", "neighbour_average_linear", "skip", "mean_of_others",

@@ -168,10 +168,13 @@ CONDITIONS = ("fixed σ", "equal damage")
 
 def no_damage_items(cfg: RecoveryConfig) -> dict[str, dict[str, Any]]:
     """The control's runs, records named `no-damage-L<layer>-s<seed>`: one per fixed-σ run (same
-    layer, same seed, so the same batches), the paper's named layers first."""
+    layer, same seed, so the same batches) among `cfg.control_layers` and `cfg.control_seeds`
+    (None: all), the paper's named layers first."""
     out = {}
     for item in items(cfg).values():
-        if item["condition"] == "fixed σ":
+        if item["condition"] == "fixed σ" and (
+                cfg.control_layers is None or item["layer"] in cfg.control_layers) and (
+                cfg.control_seeds is None or item["seed"] in cfg.control_seeds):
             out[f"no-damage-L{item['layer']:02d}-s{item['seed']}"] = {
                 "condition": NO_DAMAGE, "layer": item["layer"], "seed": item["seed"]}
     return out
@@ -395,6 +398,32 @@ def correlate(table: pd.DataFrame, importance: pd.DataFrame, cfg: RecoveryConfig
             add(NO_DAMAGE, [l for l, _ in runs], [lo for lo, _ in spans],
                 [area(own[r], base, cfg) for r in runs], sum(hi < out for _, hi in spans),
                 "base", "")
+    return pd.DataFrame(rows)
+
+
+def control_table(result: dict[str, pd.DataFrame], no_damage: pd.DataFrame,
+                  cfg: RecoveryConfig) -> pd.DataFrame:
+    """Each controlled fixed-σ run beside its no-damage run: what the same fine-tuning does to
+    the undamaged layer (perplexity at the step limit over base) and the damaged run's steps to
+    recover against base and against the no-damage run (`steps_interval`)."""
+    t = result["table"]
+    fixed = t[t["condition"] == "fixed σ"]
+    rows = []
+    for layer, seed in sorted(set(zip(no_damage["layer"], no_damage["seed"]))):
+        r = fixed[(fixed["layer"] == layer) & (fixed["seed"] == seed)]
+        if not len(r):
+            continue
+        base = float(r["base_ppl"].iloc[0])
+        own = _curve(no_damage, int(layer), int(seed))
+        damaged = _curve(result["curves"], int(layer), int(seed), "fixed σ")
+        ref = _reference(no_damage, int(layer), int(seed), [s for s, _ in damaged])
+        rows.append({
+            "layer": int(layer), "seed": int(seed),
+            "no damage: PPL at the limit / base": own[-1][1] / base,
+            "no damage: lowest PPL / base": min(p for _, p in own) / base,
+            "damaged: steps vs base": _fmt_steps(steps_interval(damaged, base, cfg), cfg),
+            "damaged: steps vs no-damage run": (_fmt_steps(steps_interval(damaged, base, cfg, ref),
+                                                           cfg) if ref is not None else "—")})
     return pd.DataFrame(rows)
 
 
