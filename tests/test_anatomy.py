@@ -80,7 +80,7 @@ def test_class_rules():
 
 
 def _paper_like_result(anti_hi=-0.1):
-    rows = []
+    rows, twin = [], []
     for s in ("E0", "E1"):
         deg = {l: 10.0 for l in range(30)}
         deg.update({1: 3000, 2: 200, 8: 400, 9: 150, 10: 5000, 11: 63_000, 14: -0.6, 17: -0.6})
@@ -89,29 +89,36 @@ def _paper_like_result(anti_hi=-0.1):
             for l, d in deg.items():
                 hi = anti_hi if l in (14, 17) else d + 1
                 rows.append({"set": s, "method": m, "layer": l, "deg": d, "lo": d - 1, "hi": hi})
-    t = pd.DataFrame(rows)
-    t = t.merge(pd.concat([pd.DataFrame({"set": s, "method": m, "layer": c.index, "class": c.values})
-                           for (s, m), df in t.groupby(["set", "method"])
-                           for c in [importance.classify(df, 30)]]))
+                # the untrained twin: every layer within ±1 % of 0 (no core, I/O or anti-layer)
+                twin.append({"set": s, "method": m, "layer": l, "deg": 0.0, "lo": -1.0, "hi": 1.0})
     ranges = pd.DataFrame([{"set": s, "log10_range": 7.0, "log10_range_ci": [6.5, 7.5]}
                            for s in ("E0", "E1")])
-    return {"table": t, "ranges": ranges}
+    return {"table": importance.with_classes(pd.DataFrame(rows), 30), "ranges": ranges,
+            "untrained": importance.with_classes(pd.DataFrame(twin), 30)}
 
 
 def test_assess_reproduces_a_paper_like_map_and_rejects_a_different_one():
     found = {c.id: c for c in importance.assess(_paper_like_result(), "synthetic", 30)}
     assert all(c.verdict == claims.REPRODUCED for c in found.values()), {
-        k: c.numbers for k, c in found.items() if c.verdict != claims.REPRODUCED}
+        k: c.decided_by for k, c in found.items() if c.verdict != claims.REPRODUCED}
+    assert {c.finding for c in found.values()} == {"P2-F1 layer importance map"}
     found = {c.id: c for c in importance.assess(_paper_like_result(anti_hi=0.4), "synthetic", 30)}
     assert found["P2-C1-anti-layers"].verdict == claims.NOT_TESTABLE  # CI across 0
     moved = _paper_like_result()
     t = moved["table"]
     t.loc[t["layer"] == 20, ["deg", "hi"]] = 90_000.0  # a new peak outside the core
     t.loc[t["layer"] == 20, "class"] = "critical core"
-    found = {c.id: c for c in importance.assess(moved, "synthetic", 30)}
-    assert found["P2-C1-core"].verdict == claims.NOT_REPRODUCED  # L8-11 still core, peak moved
+    core = {c.id: c for c in importance.assess(moved, "synthetic", 30)}["P2-C1-core"]
+    assert core.verdict == claims.PARTLY  # L8-11 still core; the peak and the class moved
+    assert "peak at L11" in core.decided_by and "no core elsewhere" in core.decided_by
+    # without the untrained twin, the presence claims whose primary passes are not testable
+    bare = {c.id: c for c in importance.assess(_paper_like_result() | {"untrained": None},
+                                               "synthetic", 30)}
+    assert {bare[c].decided_by for c in ("P2-C1-core", "P2-C1-anti-layers", "P2-C1-io-layers")
+            } == {"every unit: control: not measured"}
     small = importance.assess(_paper_like_result(), "synthetic", 6)
     assert {c.verdict for c in small if c.id != "P2-C1-range"} == {claims.NOT_TESTABLE}
+    assert all("6 layers" in c.decided_by for c in small if c.id != "P2-C1-range")
 
 
 def test_range_statistic_is_driven_by_the_smallest_degradation():
@@ -181,6 +188,19 @@ def test_smoke_pipeline_runs_caches_and_resumes(smoke_lab, monkeypatch):
     monkeypatch.setattr(Lab, "evaluator", lambda *a, **k: pytest.fail("recomputed a cached result"))
     pd.testing.assert_frame_equal(importance.run(again)["table"], t)
     pd.testing.assert_frame_equal(strategies.run(again, S)["joint"], out["joint"])
+
+
+def test_untrained_twin_map_is_the_layer_claims_control(smoke_lab, monkeypatch):
+    res = importance.run(smoke_lab, untrained=True)
+    twin, cfg = res["untrained"], smoke_lab.cfg
+    assert len(twin) == len(cfg.map_methods) * len(importance.UNTRAINED_METHODS) * cfg.n_layers
+    assert set(twin["method"]) == set(importance.UNTRAINED_METHODS) and twin["class"].notna().all()
+    assert not twin[["deg", "lo", "hi"]].equals(res["table"][["deg", "lo", "hi"]].iloc[:len(twin)])
+    # cached like the map: a fresh lab computes nothing
+    again = Lab(profiles.get("smoke"), progress=False)
+    monkeypatch.setattr(importance.models, "untrained_twin",
+                        lambda *a, **k: pytest.fail("recomputed the untrained map"))
+    pd.testing.assert_frame_equal(importance.untrained_map(again), twin)
 
 
 def test_map_resumes_after_an_interruption(smoke_lab, monkeypatch):

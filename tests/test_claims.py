@@ -130,20 +130,16 @@ def test_the_declarations_cover_every_spec_claim():
 
     declared = set(P1) | set(P2)
     assert declared <= set(verdicts.SPEC_CLAIMS) and not set(P1) & set(P2)
-    # issue 26 in progress: only the chapters whose rules still use the old helpers (or, for
-    # chapter 02's causal trace, build a Claim by hand) have undeclared claims
+    # every chapter's claims are declared (issue 26)
     pending = {verdicts.SPEC_CLAIMS[c][1] for c in set(verdicts.SPEC_CLAIMS) - declared}
-    assert pending == {"02_hidden_state_geometry", "03_token_clusters",
-                       "04_toy_depth_mechanisms", "05_importance_map",
-                       "06_manipulation_strategies"}
+    assert pending == set()
 
 
 HELPERS = ("judge", "strict", "combine", "all_hold", "equivalence", "interval_rule",
            "against_control", "interval_excludes")
 # Modules whose claims still combine evidence with the old helpers (issue 26, in progress):
 # this list only shrinks; a module converted to `decide` leaves it, and no new one may join.
-NOT_YET_DECIDED = {"depth/geometry.py", "depth/clusters.py", "depth/lens.py", "depth/toy.py",
-                   "anatomy/importance.py", "anatomy/strategies.py", "report/rules.py"}
+NOT_YET_DECIDED = {"report/rules.py"}
 
 
 def test_no_module_but_claims_combines_verdicts():

@@ -20,7 +20,8 @@ def synthetic_profiles(n=2000, minority=0.01, L=12, seed=0):
     theta[early, 2:] *= 0.05
     return {"progress": s, "theta": theta, "rel_update": theta, "norms": np.ones((n, L + 1)) * 50,
             "position": np.where(early, 0, rng.integers(1, 500, n)),
-            "token_text": np.where(early, "<s>", "word"), "token_id": np.zeros(n, int)}, early
+            "token_text": np.where(early, "<s>", "word"), "token_id": np.zeros(n, int),
+            "sequence": rng.integers(0, 40, n)}, early
 
 
 @pytest.mark.parametrize("kind", clusters.FEATURES)
@@ -60,18 +61,57 @@ def test_fractions_skip_models_too_shallow_for_a_pca():
 
 
 def test_assess_uses_the_primary_model_and_rule():
-    table = pd.DataFrame([
-        {"model": "a", "features": "progress", "rule": "kmeans", "bulk_fraction": 0.996,
-         "tokens": 100_000},
-        {"model": "a", "features": "rotation", "rule": "kmeans", "bulk_fraction": 0.90,
-         "tokens": 100_000},
-    ])
-    early = {"share_at_position_0": 0.1, "median_progress_at_quarter_depth_minority": 0.9,
-             "median_progress_at_quarter_depth_bulk": 0.2}
-    assert clusters.assess(table, "a", "t", early)[0].verdict == claims.REPRODUCED
-    table.loc[0, "bulk_fraction"] = 0.95  # the other rule's number does not rescue it
-    table.loc[1, "bulk_fraction"] = 0.996
-    assert clusters.assess(table, "a", "t", early)[0].verdict == claims.PARTLY  # meaning only
+    arrays, _ = synthetic_profiles(n=4000)
+    table = clusters.fractions({"a": arrays})
+    primary = table[(table["features"] == "progress") & (table["rule"] == "kmeans")].iloc[0]
+    assert primary["windows"] == 40 and primary["bulk_lo"] < primary["bulk_fraction"] < primary["bulk_hi"]
+    # early stoppers at s = 1 a quarter in, an even bulk near 1/4, a shuffled control near 1/2
+    assert primary["minority_quarter"] == pytest.approx(1.0, abs=0.05)
+    assert primary["bulk_quarter"] == pytest.approx(0.25, abs=0.05)
+    assert primary["control_hi"] < 0.9
+    c = clusters.assess(table, "a", "t")[0]
+    assert c.verdict == claims.REPRODUCED and c.units == {"a": {"verdict": "reproduced",
+                                                               "decided_by": c.decided_by}}
+    # the other rule's number does not rescue a primary outside the band
+    moved = table.copy()
+    main = (moved["features"] == "progress") & (moved["rule"] == "kmeans")
+    moved.loc[main, ["bulk_fraction", "bulk_lo", "bulk_hi"]] = [0.95, 0.94, 0.955]
+    moved.loc[~main, "bulk_fraction"] = 0.996
+    assert clusters.assess(moved, "a", "t")[0].verdict == claims.NOT_REPRODUCED
+    with pytest.raises(ValueError, match="no clustering result"):
+        clusters.assess(table, "b", "t")
+
+
+def test_the_interval_counts_whole_windows():
+    # one minority token in each of 10 windows of 100 tokens: 1 % minority, window by window
+    window = np.repeat(np.arange(10), 100)
+    member = np.ones(1000, bool)
+    member[::100] = False
+    counts = clusters._resample_counts(10, seed=0, n_boot=500)
+    lo, hi = clusters.fraction_interval(member, window, counts)
+    assert lo == pytest.approx(0.99) and hi == pytest.approx(0.99)  # every window alike
+    member[:100] = False  # one window all minority: the windows now differ
+    lo, hi = clusters.fraction_interval(member, window, counts)
+    assert lo < 1 - 0.109 < hi
+    values = np.concatenate([np.zeros(500), np.ones(500)])
+    mlo, mhi = clusters.median_interval(values, window, counts)
+    assert 0.0 <= mlo <= mhi <= 1.0
+
+
+def test_the_shuffled_control_keeps_each_tokens_values():
+    X = np.arange(12.0).reshape(3, 4)
+    Y = clusters.shuffle_layers(X, seed=1)
+    assert np.array_equal(np.sort(Y, 1), X) and not np.array_equal(Y, X)
+    assert np.array_equal(Y, clusters.shuffle_layers(X, seed=1))
+
+
+def test_without_window_ids_there_is_no_interval():
+    arrays, _ = synthetic_profiles()
+    del arrays["sequence"]
+    row = clusters.fractions({"a": arrays}).iloc[0]
+    assert row["windows"] == 0 and np.isnan(row["bulk_lo"])
+    assert clusters.assess(clusters.fractions({"a": arrays}), "a", "t")[0].verdict == \
+        claims.NOT_TESTABLE
 
 
 def test_depth_slope_recovers_inverse_depth():

@@ -106,3 +106,22 @@ def test_control_table_interval_contains_its_mean_and_difference_is_trained_minu
     assert r.difference == pytest.approx(r.trained - r.untrained, abs=1e-3)
     assert r.diff_hi < 0  # clearly below the untrained value
     assert t[t["statistic"] == "edge_ratio"].iloc[0].trained == pytest.approx(2.0, rel=1e-6)
+
+
+def test_the_smooth_stream_is_aligned_and_the_a3_band_rejects_it():
+    from layerlab.depth.declarations import DECLARATIONS
+
+    band = DECLARATIONS["P1-A3-weak-update-correlation"].band
+    angles = {L: geometry.smooth_stream(L).mean() for L in (4, 8, 16)}
+    # Euler steps of one smooth field: consecutive updates nearly aligned, more so with depth
+    assert angles[4] > angles[8] > angles[16] and angles[4] < np.pi / 8
+    for L in (4, 8, 16):
+        assert band.test(geometry.positive_estimate(L, n=200)) == "fail"
+    # the same metric on independent updates (a random walk) gives ≈ π/2, inside the band
+    gen = torch.Generator().manual_seed(0)
+    walk = torch.cumsum(torch.randn(9, 32, 64, generator=gen), 0)
+    from layerlab import hidden
+
+    dh = hidden.token_metrics(walk)["theta_dh"][hidden.middle_pairs(8)].mean()
+    assert abs(float(dh) - np.pi / 2) < 0.1
+    np.testing.assert_array_equal(geometry.smooth_stream(8), geometry.smooth_stream(8))  # seeded

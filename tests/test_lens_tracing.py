@@ -76,3 +76,30 @@ def test_context_blocks_put_the_bos_token_first(tiny):
     with_bos = clusters.context_blocks(tok, "wikipedia", n_tokens=64, seq_len=16, bos=7)
     assert plain.shape == with_bos.shape == (4, 16)
     assert (with_bos[:, 0] == 7).all() and not (plain[:, 0] == 7).all()
+
+
+def test_early_share_counts_tokens_done_by_mid_depth():
+    ce = np.array([[5.0, 5.0, 5.0, 5.0], [3.0, 2.05, 4.0, 1.0], [2.0, 2.0, 2.0, 1.0]])
+    # mid-depth is row 1: tokens 1 (within 0.1 of its final 2.0) and 3 are done
+    assert lens.early_share(ce) == pytest.approx(0.5)
+    assert lens.early_share(ce, margin=1.0) == pytest.approx(0.75)
+
+
+def test_the_synthetic_early_stoppers_are_found_and_rejected_by_the_a4_band():
+    from layerlab.depth.declarations import DECLARATIONS
+
+    band = DECLARATIONS["P1-A4-no-early-stopping"].band
+    for layers in (4, 12, 30):
+        share = lens.early_share(lens.early_stopping_curves(layers, 4000))
+        assert 0.18 < share < 0.27  # the quarter that stops early, less the noise's misses
+        assert band.test(lens.positive_estimate(layers, 4000)) == "fail"
+    none = lens.early_share(lens.early_stopping_curves(12, 4000, early=0.0))
+    assert none < 0.01
+
+
+def test_wilson_interval():
+    lo, hi = lens.wilson(0.1, 1000)
+    assert lo < 0.1 < hi and hi - lo < 0.04
+    assert lens.wilson(0.0, 500)[0] == pytest.approx(0.0, abs=1e-12)
+    assert 0 < lens.wilson(0.0, 500)[1] < 0.01
+    assert np.diff(lens.wilson(0.1, 100))[0] > np.diff(lens.wilson(0.1, 10_000))[0]

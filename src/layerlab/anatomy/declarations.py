@@ -20,7 +20,254 @@ __all__ = ["DECLARATIONS"]
 INF = math.inf
 
 # --- chapters 05 and 06: the importance map and the weight manipulations (P2-C1*, P2-C4*) -----
-_CH05_06: tuple[Declaration, ...] = ()
+# Paper numbers these bands need that `layerlab.paper` does not hold yet (quoted in the sources):
+_RANGE_LOG10 = 7.0  # "Layer importance spans a 10^7 range" (abstract)
+_SCALE_COST = 19.0  # scaling ×0.9: +19 % perplexity (secondary summary)
+_OTHERS_LOG10 = (6.0, 7.0)  # the other strategies: "millions of percent" (secondary summary)
+# the five layer claims are read from one importance map: one scope, one unit, one finding
+_MAP_SCOPE = ("SmolLM2-135M (stand-in: the 4-bit Instruct GGUF dequantised to float32) on E0 "
+              "(our ten sentences, like the paper's unpublished ten) and E1 (held-out Wikipedia "
+              "sentences, ≥ 20,000 tokens); each set one unit")
+_MAP_UNIT = ("sentences (paired bootstrap over the set's sentences, 95 % percentile interval); a "
+             "statistic of several layers takes the statistic of the layers' lower ends to that "
+             "of their upper ends; E0's ten sentences are independent, E1's share Wikipedia "
+             "articles, so its interval is narrower than an article-level one")
+_MAP_FINDING = "P2-F1 layer importance map"
+_MAP_LAYERS = "a 30-layer stack (the claim names SmolLM2-135M's layers)"
+_MAP_CONTROL = ("the untrained twin (the same config at random initialisation) through the same "
+                "map, sets and band: a signature it shows too says nothing about what training "
+                "built → not diagnostic (`layerlab report` found a random model passing the "
+                "anti-layer rule). Chapter 05 does not measure it by default "
+                "(`importance.run(lab, untrained=True)` does): 'control: not measured'")
+_C4_SCOPE = ("SmolLM2-135M (stand-in: the 4-bit Instruct GGUF dequantised to float32), S = "
+             "chapter 05's connective and anti-layers on E1 (the paper's 'redundant layers'), "
+             "edited jointly, scored on E0 and E1; each set one unit")
+_C4_UNIT = ("sentences (paired bootstrap over the set's sentences, 95 % percentile interval; E1's "
+            "sentences share articles, so its interval is narrower than an article-level one); "
+            "a statistic of several strategies takes the statistic of their lower ends to that "
+            "of their upper ends")
+_C4_FINDING = "P2-F4 weight-manipulation strategies"
+_CH05_06: tuple[Declaration, ...] = (
+    Declaration(
+        id="P2-C1-range", paper="P2", chapter="05_importance_map",
+        statement="Layer importance spans a 10^7 range (read as max |deg| / min |deg|)",
+        source='"Layer importance spans a 10^7 range, from a critical core (L8-11, up to '
+               '+63,419% PPL degradation) to anti-layers (L14, L17)" (abstract); the statistic '
+               "is not defined",
+        source_from="abstract",
+        paper_value="10^7",
+        kind=Kind.NUMBER,
+        primary="log10(max |deg| / min |deg|) of the neighbour-average map over layers 1 … L−2 "
+                "(the reading that gives 10^7 from +63,419 % and a layer near 0.006 %)",
+        unit="sentences (one paired bootstrap over the set's sentences resamples the whole map, "
+             "95 % percentile interval; E1's sentences share articles, so its interval is "
+             "narrower than an article-level one)",
+        band=Band(lo=_RANGE_LOG10 - 1, hi=_RANGE_LOG10 + 1,
+                  reason="a magnitude spanning orders of magnitude, with no stated uncertainty, "
+                         "from another checkpoint and other sentences: by §3 the same order, "
+                         "|log10 ratio| ≤ 1 (10^6 to 10^8)"),
+        precondition="the ratio is defined (no inner layer at exactly 0 %); it is ill-posed, set "
+                     "by whichever layer lands nearest 0 %, so the span of log10 PPL and the "
+                     "largest / median degradation are shown beside it",
+        control="",
+        scope=_MAP_SCOPE,
+        finding=_MAP_FINDING,
+    ),
+    Declaration(
+        id="P2-C1-peak-size", paper="P2", chapter="05_importance_map",
+        statement="Averaging L11's neighbours into it raises perplexity by +63,419 %",
+        source='"a critical core (L8-11, up to +63,419% PPL degradation)" (abstract); that the '
+               "+63,419 % is L11's, ablated alone (secondary summary)",
+        source_from="abstract",
+        paper_value="up to +63,419 % (L11)",
+        kind=Kind.NUMBER,
+        primary="log10 of the largest neighbour-average degradation % among L8–11 (the "
+                "abstract's 'up to'; L11 in the summary)",
+        unit=_MAP_UNIT,
+        band=Band(lo=math.log10(paper.P2_PEAK_DEGRADATION.value) - 1,
+                  hi=math.log10(paper.P2_PEAK_DEGRADATION.value) + 1,
+                  reason="a magnitude with no stated uncertainty, measured on another checkpoint "
+                         "and other sentences: by §3 the same order, |log10 ratio| ≤ 1 (about "
+                         "+6,342 % to +634,190 %)"),
+        precondition=_MAP_LAYERS + "; the degradations of L8–11 positive (a logarithm)",
+        control="",
+        scope=_MAP_SCOPE,
+        finding=_MAP_FINDING,
+    ),
+    Declaration(
+        id="P2-C1-core", paper="P2", chapter="05_importance_map",
+        statement="Neighbour-average ablation finds a critical core at L8–11 with the peak at L11",
+        source='"from a critical core (L8-11, up to +63,419% PPL degradation)" (abstract); L11 '
+               "ablated alone gives the +63,419 %, the peak (secondary summary)",
+        source_from="abstract",
+        paper_value="core L8–11, peak L11",
+        kind=Kind.PRESENCE,
+        primary="the third-largest neighbour-average degradation % among L8–11 (at least three "
+                "of the four named layers critical)",
+        unit=_MAP_UNIT,
+        band=Band(lo=100.0,
+                  reason="the paper names a critical core without a boundary and puts its "
+                         "connective tissue below 30 % (summary): a critical layer at least "
+                         "doubles perplexity (≥ 100 %, over three times the connective "
+                         "ceiling), the class rule fixed before the map was read; three of the "
+                         "four named layers leave room for one to miss on a stand-in"),
+        precondition=_MAP_LAYERS,
+        control=_MAP_CONTROL,
+        scope=_MAP_SCOPE,
+        finding=_MAP_FINDING,
+        secondary=(
+            Secondary(name="peak at L11",
+                      statistic="L11's neighbour-average degradation minus the largest other "
+                                "inner layer's (L1 … L−2), in %",
+                      band=Band(lo=0.0, reason="the summary puts the peak at L11: above every "
+                                               "other inner layer")),
+            Secondary(name="no core elsewhere",
+                      statistic="the largest neighbour-average degradation % among the middle "
+                                "half's layers outside L7–12 (where the class rule would call a "
+                                "layer core)",
+                      band=Band(hi=100.0, reason="the core is L8–11: no other middle layer at "
+                                                 "the critical ≥ 100 %, one layer either side "
+                                                 "allowed")),
+            Secondary(name="under removal",
+                      statistic="the third-largest removal (skip) degradation % among L8–11",
+                      band=Band(lo=100.0, reason="the abstract's metric is 'ablation "
+                                                 "degradation' and it speaks of layer 'removal' "
+                                                 "(the neighbour average is the summary's "
+                                                 "operation): the core must be critical when "
+                                                 "its layers are removed, by the same ≥ 100 %")),
+        ),
+    ),
+    Declaration(
+        id="P2-C1-anti-layers", paper="P2", chapter="05_importance_map",
+        statement="L14 and L17 are anti-layers: ablating them improves perplexity",
+        source='"anti-layers (L14, L17) whose removal improves performance" (abstract); both '
+               "at −0.6 % under neighbour averaging (secondary summary)",
+        source_from="abstract",
+        paper_value="L14, L17 improve perplexity (−0.6 % each: summary)",
+        kind=Kind.PRESENCE,
+        primary="the larger of L14's and L17's neighbour-average degradation % (both must "
+                "improve perplexity)",
+        unit=_MAP_UNIT,
+        band=Band(hi=0.0, reason="the abstract gives a sign (the model improves) and no size "
+                                 "(−0.6 % is the summary's): the interval below 0 %"),
+        precondition=_MAP_LAYERS,
+        control=_MAP_CONTROL,
+        scope=_MAP_SCOPE,
+        finding=_MAP_FINDING,
+        secondary=(
+            Secondary(name="under removal",
+                      statistic="the larger of L14's and L17's removal (skip) degradation %",
+                      band=Band(hi=0.0, reason="the abstract's own word is 'removal': removing "
+                                               "them improves perplexity too")),
+        ),
+    ),
+    Declaration(
+        id="P2-C1-io-layers", paper="P2", chapter="05_importance_map",
+        statement="I/O layers are L1–2 and L23–28; the rest is connective tissue (< 30 %)",
+        source="input/output processors (layers 1–2 and 23–28), 'critical for parsing the input "
+               "and preparing the output'; connective tissue, 'minor and redundant layers' whose "
+               "ablation causes minor degradations (< 30 %) (secondary summary; not in the "
+               "abstract)",
+        source_from="secondary summary",
+        paper_value="I/O L1–2, L23–28; connective < 30 %",
+        kind=Kind.PRESENCE,
+        primary="the smaller of L1's and L2's neighbour-average degradation % and the "
+                "fourth-largest of L23–28's (L1–2 and at least four of the six output layers "
+                "above the connective ceiling)",
+        unit=_MAP_UNIT,
+        band=Band(lo=30.0, reason="the summary's connective tissue costs under 30 %: an I/O "
+                                  "layer is one above it (≥ 30 % outside the middle half, the "
+                                  "class rule); four of six output layers leave room for a "
+                                  "stand-in"),
+        precondition=_MAP_LAYERS,
+        control=_MAP_CONTROL,
+        scope=_MAP_SCOPE,
+        finding=_MAP_FINDING,
+        secondary=(
+            Secondary(name="the rest connective",
+                      statistic="the largest neighbour-average degradation % among the other "
+                                "inner layers (L3–7, L12–22: neither core nor I/O)",
+                      band=Band(hi=30.0, reason="the summary's connective tissue: under "
+                                                "30 %")),
+        ),
+    ),
+    Declaration(
+        id="P2-C4-only-scaling", paper="P2", chapter="06_manipulation_strategies",
+        statement="Of five manipulation strategies on redundant layers, only scaling by 0.9 "
+                  "preserves quality",
+        source='"Only weight scaling (alpha = 0.9) preserves model quality among five tested '
+               'manipulation strategies" (abstract); on "redundant layers", scaling alone '
+               "'preserved generation quality' while zero, clone and mix 'destroyed the "
+               "model's coherence' (secondary summary)",
+        source_from="abstract",
+        paper_value="only scaling ×0.9 preserves quality (summary: +19 % against millions of %)",
+        kind=Kind.PRESENCE,
+        primary="scale ×0.9's degradation % with every layer of S scaled at once",
+        unit=_C4_UNIT,
+        band=Band(hi=30.0, reason="the paper gives no boundary for 'preserves quality'; the "
+                                  "ablations it calls minor (connective tissue) stay under 30 % "
+                                  "and its own scaling cost (+19 %, summary) lies below that: "
+                                  "the interval under 30 %"),
+        precondition="S is not empty (chapter 05's map found connective layers)",
+        control="matched size: the other strategies moved toward their targets only as far as "
+                "×0.9 moves the weights (‖ΔW‖/‖W‖ = 0.1 per layer of S; zero at that size is "
+                "×0.9 itself), through the same band, on E0 and on E1's first 2,048 tokens: if "
+                "even the most damaging of clone, mix and low-rank mix is benign too, 'benign' "
+                "measures the edit's size, not scaling → not diagnostic. The untrained twin (on "
+                "which any small edit is benign) is not measured in chapter 06",
+        scope=_C4_SCOPE,
+        finding=_C4_FINDING,
+        secondary=(
+            Secondary(name="others harmful",
+                      statistic="the least damaging of zero, clone, mix and low-rank mix r=64 "
+                                "on S, degradation %",
+                      band=Band(lo=100.0, reason="'only scaling' preserves quality, so the "
+                                                 "other four lose it: at least a doubling of "
+                                                 "perplexity (the summary's are millions of %), "
+                                                 "well clear of the benign band")),
+            Secondary(name="coherent text",
+                      statistic="mean over the five prompts of the paired change in distinct-2 "
+                                "(scale ×0.9 on S − unedited) of 40 greedy tokens, 95 % "
+                                "t-interval over prompts, in units of the unedited model's own "
+                                "variation across prompts (1.96 × its standard deviation)",
+                      band=Band(lo=-1.0, reason="the paper judged generation quality by eye: "
+                                                "by §3 a metric with an interval over prompts, "
+                                                "its threshold the unedited model's own "
+                                                "prompt-to-prompt variation (a loss of "
+                                                "distinctness beyond it is a change of kind)")),
+        ),
+    ),
+    Declaration(
+        id="P2-C4-magnitudes", paper="P2", chapter="06_manipulation_strategies",
+        statement="Scaling costs +19 % perplexity while the other strategies cost millions of %",
+        source="scaling ×0.9 costs +19 % perplexity, zero, clone, mix and low-rank mix "
+               "'millions of percent' (secondary summary; the abstract gives no magnitudes)",
+        source_from="secondary summary",
+        paper_value="+19 % vs millions of %",
+        kind=Kind.NUMBER,
+        primary="log10 of the most damaging of zero, clone, mix and low-rank mix r=64 on S, "
+                "degradation %",
+        unit=_C4_UNIT,
+        band=Band(lo=_OTHERS_LOG10[0] - 1, hi=_OTHERS_LOG10[1] + 1,
+                  reason="'millions of percent' names the order 10^6–10^7 % with no stated "
+                         "uncertainty, on another checkpoint, target set and sentences: by §3 "
+                         "the same order, one decade beyond either end (10^5 to 10^8 %)"),
+        precondition="S is not empty; every other strategy's degradation positive (a logarithm)",
+        control="",
+        scope=_C4_SCOPE,
+        finding=_C4_FINDING,
+        secondary=(
+            Secondary(name="scaling +19 %",
+                      statistic="scale ×0.9's degradation % on S",
+                      band=Band(lo=100 * (math.sqrt(1 + _SCALE_COST / 100) - 1),
+                                hi=100 * ((1 + _SCALE_COST / 100) ** 2 - 1),
+                                reason="a perplexity ratio of 1.19 with no stated uncertainty, "
+                                       "on a stand-in: by §3 the same side of 1 with at least "
+                                       "half the effect on the log scale, and at most twice it "
+                                       "(+9.1 % to +41.6 %)")),
+        ),
+    ),
+)
 
 # --- chapters 07 and 08: weight predictability and delta oscillation (P2-C2*, P2-C3*) ---------
 _CH07_08: tuple[Declaration, ...] = (

@@ -16,7 +16,8 @@ import torch
 
 from layerlab import claims, models, paper
 from layerlab.anatomy import edits
-from layerlab.anatomy.evaluator import Scores
+from layerlab.anatomy.declarations import DECLARATIONS
+from layerlab.anatomy.evaluator import Evaluator, Scores
 from layerlab.anatomy.lab import Lab
 
 # method -> (edit kind, tensor group); "neighbour_average" is the paper's operation
@@ -29,18 +30,14 @@ METHODS: dict[str, tuple[str, str | None]] = {
     "neighbour_average_mlp": ("neighbour_average", "mlp"),
 }
 PAPER_CORE = paper.P2_CRITICAL_CORE.value
-PAPER_PEAK, PAPER_PEAK_DEG = paper.P2_PEAK_LAYER.value, paper.P2_PEAK_DEGRADATION.value
+PAPER_PEAK = paper.P2_PEAK_LAYER.value
 PAPER_ANTI = paper.P2_ANTI_LAYERS.value
 PAPER_LAYERS = paper.P2_N_LAYERS.value
-LAYER_CLAIMS = {
-    "P2-C1-core": "Neighbour-average ablation finds a critical core at L8–11 with the peak at L11",
-    "P2-C1-peak-size": "Averaging L11's neighbours into it raises perplexity by +63,419 %",
-    "P2-C1-anti-layers": "L14 and L17 are anti-layers: ablating them improves perplexity",
-    "P2-C1-io-layers": "I/O layers are L1–2 and L23–28; the rest is connective tissue (< 30 %) "
-                       "(seed summary only)",
-}
-RANGE_CLAIM = "Layer importance spans a 10^7 range (read as max |deg| / min |deg|)"
-CONNECTIVE_MAX, CORE_MIN = 30.0, 100.0  # degradation % thresholds of the class rules
+LAYER_CLAIMS = ("P2-C1-core", "P2-C1-peak-size", "P2-C1-anti-layers", "P2-C1-io-layers")
+# degradation % thresholds of the class rules, the same numbers as the claims' bands
+# (`layerlab.anatomy.declarations`): connective below the summary's 30 %, critical core ≥ 100 %
+CONNECTIVE_MAX = DECLARATIONS["P2-C1-io-layers"].band.lo
+CORE_MIN = DECLARATIONS["P2-C1-core"].band.lo
 
 
 def method_edit(method: str, layer: int) -> edits.Edit:
@@ -206,23 +203,68 @@ def anchors(table: pd.DataFrame, sim: pd.DataFrame, n_layers: int) -> pd.DataFra
 
 
 # -- the chapter in one call ------------------------------------------------------------------
-def run(lab: Lab) -> dict[str, Any]:
-    """Everything chapter 05 shows: the degradation table with classes, range statistics and
-    the anchors. Cached item by item; a rerun after an interruption resumes."""
-    runs = run_map(lab)
-    bases = {s: lab.base(s) for s in lab.cfg.map_methods}
-    table = degradation_table(runs, bases, resamples=lab.cfg.bootstrap)
+def with_classes(table: pd.DataFrame, n_layers: int) -> pd.DataFrame:
+    """The degradation table with each (set, method) map's classes (`classify`) merged in."""
     classes = []
     for (s, m), df in table.groupby(["set", "method"]):
-        c = classify(df, lab.n_layers)
+        c = classify(df, n_layers)
         classes.append(pd.DataFrame({"set": s, "method": m, "layer": c.index, "class": c.values}))
-    table = table.merge(pd.concat(classes), on=["set", "method", "layer"])
+    return table.merge(pd.concat(classes), on=["set", "method", "layer"])
+
+
+def run(lab: Lab, *, untrained: bool = False) -> dict[str, Any]:
+    """Everything chapter 05 shows: the degradation table with classes, range statistics and
+    the anchors; with `untrained`, also the untrained twin's map (the layer claims' negative
+    control, `untrained_map`). Cached item by item; a rerun after an interruption resumes."""
+    runs = run_map(lab)
+    bases = {s: lab.base(s) for s in lab.cfg.map_methods}
+    table = with_classes(degradation_table(runs, bases, resamples=lab.cfg.bootstrap), lab.n_layers)
     ranges = pd.DataFrame([range_statistic(runs, bases[s], s, lab.n_layers,
                                            resamples=lab.cfg.bootstrap) for s in bases])
     sim = similarity(lab)
-    return {"table": table, "ranges": ranges, "similarity": sim,
-            "anchors": anchors(table, sim, lab.n_layers), "bases": bases,
-            "sets": pd.DataFrame(lab.describe_sets())}
+    out = {"table": table, "ranges": ranges, "similarity": sim,
+           "anchors": anchors(table, sim, lab.n_layers), "bases": bases,
+           "sets": pd.DataFrame(lab.describe_sets())}
+    if untrained:
+        out["untrained"] = untrained_map(lab)
+    return out
+
+
+UNTRAINED_METHODS = ("neighbour_average", "skip")  # the operations the layer claims read
+
+
+def untrained_map(lab: Lab, *, seed: int = 0, force: bool = False) -> pd.DataFrame:
+    """The negative control of the layer claims: the same map (neighbour averaging and removal,
+    every layer, the map's sets) on the untrained twin (`models.untrained_twin`: the same config
+    at random initialisation), as a degradation table with classes. Cached item by item."""
+    sets = list(lab.cfg.map_methods)
+    held: dict[str, Any] = {}
+
+    def evaluator(name: str):
+        if name not in held:
+            if "twin" not in held:
+                held["twin"] = models.untrained_twin(lab.lm, seed=seed)
+            held[name] = Evaluator(held["twin"], lab.evalset(name),
+                                   batch_tokens=lab.cfg.batch_tokens, progress=lab.progress)
+        return held[name]
+
+    plan: dict[str, dict[str, Any]] = {f"{s}-base": {"set": s, "method": None, "layer": None}
+                                       for s in sets}
+    plan.update({f"{s}-{m}-L{l:02d}": {"set": s, "method": m, "layer": l}
+                 for s in sets for m in UNTRAINED_METHODS for l in range(lab.n_layers)})
+
+    def compute(_name: str, item: dict[str, Any]) -> dict[str, Any]:
+        ev = evaluator(item["set"])
+        if item["method"] is None:
+            return ev.base().to_dict()
+        return ev.evaluate(method_edit(item["method"], item["layer"])).to_dict()
+
+    stored = lab.cache.for_each("importance_map", lab.key(twin="untrained", seed=seed), plan,
+                                compute, force=force, progress=lab.progress)
+    bases = {s: Scores.from_dict(stored[f"{s}-base"]) for s in sets}
+    runs = {(it["set"], it["method"], it["layer"]): Scores.from_dict(stored[k])
+            for k, it in plan.items() if it["method"] is not None}
+    return with_classes(degradation_table(runs, bases, resamples=lab.cfg.bootstrap), lab.n_layers)
 
 
 def headline(table: pd.DataFrame, n_layers: int) -> pd.DataFrame:
@@ -244,148 +286,291 @@ def headline(table: pd.DataFrame, n_layers: int) -> pd.DataFrame:
 
 CHAPTER = "05_importance_map"
 CORE_OPERATIONS = ("neighbour_average", "skip")  # the paper's operation, and removal
+ESTIMATE_COLUMNS = ("deg", "lo", "hi")  # point and 95 % interval of each row
 
 
-def range_rule(ranges: pd.DataFrame) -> str:
-    """The range's bootstrap interval (log10) inside 10^6–10^8 on every set (strict)."""
-    return claims.strict([claims.interval_rule(*r["log10_range_ci"], 6.0, 8.0)
-                          for _, r in ranges.iterrows()])
+def _rows(table: pd.DataFrame, set_name: str, method: str, layers) -> pd.DataFrame:
+    df = table[(table["set"] == set_name) & (table["method"] == method)]
+    return df[df["layer"].isin(list(layers))]
+
+
+def layer_estimate(rows: pd.DataFrame, stat, need: int = 1) -> claims.Estimate | None:
+    """`stat` (a function of the layers' degradations, non-decreasing in each) at the point and
+    at the layers' lower and upper interval ends; None with fewer than `need` layers."""
+    if len(rows) < need:
+        return None
+    return claims.Estimate(*(float(stat(rows[c].to_numpy(dtype=float))) for c in ESTIMATE_COLUMNS))
+
+
+def kth_largest(k: int):
+    return lambda x: np.sort(x)[-k]
+
+
+def _log10_or_minus_inf(v: float) -> float:
+    return math.log10(v) if v > 0 else -math.inf
+
+
+def log10_estimate(e: claims.Estimate | None) -> claims.Estimate | None:
+    """An estimate of positive degradations on the log10 scale (a non-positive end gives −∞);
+    None when even the upper end is not positive."""
+    if e is None or not e.hi > 0:
+        return None
+    return claims.Estimate(*(_log10_or_minus_inf(v) for v in (e.point, e.lo, e.hi)))
+
+
+def _sets(table: pd.DataFrame) -> list[str]:
+    return sorted(set(table.loc[table["method"] == "neighbour_average", "set"]))
+
+
+def _text(e: claims.Estimate | None, fmt: str = "+,.0f", unit: str = " %") -> str:
+    return "n/a" if e is None else f"{e.point:{fmt}}{unit} [{e.lo:{fmt}}, {e.hi:{fmt}}]"
+
+
+def _interval(e: claims.Estimate | None) -> list[float] | None:
+    return None if e is None else [e.point, e.lo, e.hi]
+
+
+def _decided(claim_id: str, units: list[claims.Unit], *, ours: str, setting: str,
+             numbers: dict[str, Any] | None = None) -> claims.Claim:
+    """The one decision procedure (`claims.decide`) on the claim's declaration and units."""
+    decl = DECLARATIONS[claim_id]
+    return claims.make(decl, claims.decide(decl, units), ours=ours, setting=setting,
+                       numbers=numbers)
+
+
+# -- P2-C1-range --------------------------------------------------------------------------------
+def range_units(ranges: pd.DataFrame) -> list[claims.Unit]:
+    """One unit per set: log10(max |deg| / min |deg|) with its bootstrap interval over sentences
+    (the whole map resampled at once)."""
+    units = []
+    for _, r in ranges.sort_values("set").iterrows():
+        point, (lo, hi) = float(r["log10_range"]), (float(v) for v in r["log10_range_ci"])
+        ok = all(math.isfinite(v) for v in (point, lo, hi))
+        units.append(claims.Unit(
+            name=str(r["set"]), primary=claims.Estimate(point, lo, hi) if ok else None,
+            precondition=None if ok else "an inner layer at exactly 0 %: the ratio is undefined"))
+    return units
 
 
 def assess_range(ranges: pd.DataFrame, setting: str) -> claims.Claim:
     r = ranges.set_index("set")
-    return claims.Claim(
-        id="P2-C1-range", paper="P2", chapter=CHAPTER, statement=RANGE_CLAIM, paper_value="10^7",
+    return _decided(
+        "P2-C1-range", range_units(ranges),
         ours="; ".join(f"{s}: 10^{r.loc[s, 'log10_range']:.1f} (bootstrap 95 % "
-                       f"10^{r.loc[s, 'log10_range_ci'][0]:.1f}–10^{r.loc[s, 'log10_range_ci'][1]:.1f})"
-                       for s in r.index),
-        rule="the bootstrap interval inside 10^6–10^8 on every set → reproduced; outside it on a "
-             "set → not reproduced; straddling an edge → not testable (ill-posed: see the text)",
-        verdict=range_rule(ranges), setting=setting)
+                       f"10^{r.loc[s, 'log10_range_ci'][0]:.1f}–10^{r.loc[s, 'log10_range_ci'][1]:.1f}"
+                       + (f"; log10 PPL span {r.loc[s, 'log10_ppl_span']:.2f}, largest / median "
+                          f"{r.loc[s, 'max_over_median_deg']:,.0f}×" if "log10_ppl_span" in r
+                          else "") + ")" for s in r.index),
+        setting=setting,
+        numbers={"log10_range": {s: float(r.loc[s, "log10_range"]) for s in r.index},
+                 "log10_range_ci": {s: [float(v) for v in r.loc[s, "log10_range_ci"]]
+                                    for s in r.index}})
 
 
-def core_checks(table: pd.DataFrame, method: str, n_layers: int) -> dict[str, bool]:
-    """P2-C1-core under one operation, per set: peak at L11, ≥ 3 of L8–11 classed core, no core
-    layer outside L7–12."""
-    one = inner(table[table["method"] == method], n_layers)
-    checks = {}
-    for s, df in one.groupby("set"):
-        peak = int(df.loc[df["deg"].idxmax(), "layer"])
-        members = set(df.loc[df["class"] == "critical core", "layer"].astype(int))
-        checks[f"{method} {s}: peak at L11"] = peak == PAPER_PEAK
-        checks[f"{method} {s}: ≥ 3 of L8–11 core"] = len(members & set(PAPER_CORE)) >= 3
-        checks[f"{method} {s}: no core outside L7–12"] = all(7 <= l <= 12 for l in members)
-    return checks
+# -- P2-C1-core ---------------------------------------------------------------------------------
+def core_estimate(table: pd.DataFrame, set_name: str, method: str) -> claims.Estimate | None:
+    """The third-largest degradation among L8–11 under one operation (≥ 3 of 4 critical)."""
+    return layer_estimate(_rows(table, set_name, method, PAPER_CORE), kth_largest(3),
+                          need=len(PAPER_CORE))
 
 
-def core_rule(table: pd.DataFrame, n_layers: int) -> tuple[str, dict[str, str]]:
-    """Reproduced when neighbour averaging and removal both find the core on every set; partly
-    when neighbour averaging (the paper's operation) does and removal does not — the core then
-    belongs to the operation, not only to the layers; not reproduced otherwise."""
-    per_op = {m: claims.all_hold(core_checks(table, m, n_layers)) for m in CORE_OPERATIONS
-              if m in set(table["method"])}
-    if per_op.get("neighbour_average") != claims.REPRODUCED:
-        return claims.NOT_REPRODUCED, per_op
-    if per_op.get("skip") == claims.REPRODUCED:
-        return claims.REPRODUCED, per_op
-    return claims.PARTLY, per_op
+def peak_margin(table: pd.DataFrame, set_name: str, n_layers: int) -> claims.Estimate | None:
+    """L11's neighbour-average degradation minus the largest other inner layer's, in %."""
+    one = inner(table[(table["set"] == set_name) & (table["method"] == "neighbour_average")],
+                n_layers).set_index("layer")
+    if PAPER_PEAK not in one.index or len(one) < 2:
+        return None
+    peak, others = one.loc[PAPER_PEAK], one.drop(index=PAPER_PEAK)
+    return claims.Estimate(float(peak["deg"] - others["deg"].max()),
+                           float(peak["lo"] - others["hi"].max()),
+                           float(peak["hi"] - others["lo"].max()))
 
 
-def assess_core(table: pd.DataFrame, setting: str, n_layers: int) -> claims.Claim:
-    verdict, per_op = core_rule(table, n_layers)
+def outside_core(n_layers: int) -> list[int]:
+    """The middle half's layers (where the class rule can call a layer core) outside L7–12."""
+    lo, hi = min(PAPER_CORE) - 1, max(PAPER_CORE) + 1
+    return [l for l in range(n_layers) if n_layers / 4 <= l < 3 * n_layers / 4
+            and not lo <= l <= hi]
+
+
+def core_units(table: pd.DataFrame, n_layers: int,
+               control: pd.DataFrame | None = None) -> list[claims.Unit]:
+    """P2-C1-core, one unit per set: the third-largest neighbour-average degradation of L8–11,
+    the untrained twin's through the same band (None: not measured), and the secondaries (peak
+    at L11, no core elsewhere in the middle half, the core under removal)."""
+    units = []
+    for s in _sets(table):
+        est = core_estimate(table, s, "neighbour_average")
+        sec = {"peak at L11": peak_margin(table, s, n_layers),
+               "no core elsewhere": layer_estimate(
+                   _rows(table, s, "neighbour_average", outside_core(n_layers)), np.max),
+               "under removal": core_estimate(table, s, "skip")}
+        units.append(claims.Unit(
+            name=s, primary=est,
+            precondition=None if est is not None else "L8–11 are not all in the map",
+            control=None if control is None else core_estimate(control, s, "neighbour_average"),
+            secondary={k: v for k, v in sec.items() if v is not None}))
+    return units
+
+
+def assess_core(table: pd.DataFrame, setting: str, n_layers: int,
+                control: pd.DataFrame | None = None) -> claims.Claim:
+    units = core_units(table, n_layers, control)
     shown = []
-    for m in per_op:
-        one = inner(table[table["method"] == m], n_layers)
-        for s, df in one.groupby("set"):
+    for m in [m for m in CORE_OPERATIONS if m in set(table["method"])]:
+        for s, df in inner(table[table["method"] == m], n_layers).groupby("set"):
             peak = int(df.loc[df["deg"].idxmax(), "layer"])
             core = sorted(df.loc[df["class"] == "critical core", "layer"].astype(int))
             deg = {l: float(df.loc[df["layer"] == l, "deg"].iloc[0]) for l in PAPER_CORE}
             shown.append(f"{m.replace('_', ' ')} {s}: peak L{peak}, core {core or 'none'} ("
                          + ", ".join(f"L{l} {v:+,.0f} %" for l, v in deg.items()) + ")")
-    carried = ("carried by neighbour averaging alone: under removal the core is not found"
-               if verdict == claims.PARTLY else "")
-    return claims.Claim(
-        id="P2-C1-core", paper="P2", chapter=CHAPTER, statement=LAYER_CLAIMS["P2-C1-core"],
-        paper_value="core L8–11, peak L11",
-        ours="; ".join(shown) + (f" — {carried}" if carried else ""),
-        rule="per operation: peak at L11, ≥ 3 of L8–11 classed core (≥ 100 % in the middle half) "
-             "and none outside L7–12, on every set; both neighbour averaging and removal → "
-             "reproduced; neighbour averaging only → partly; otherwise not reproduced",
-        verdict=verdict, setting=setting, numbers={"per_operation": per_op})
+    third = "; ".join(f"{u.name} {_text(u.primary)}" + (
+        f", untrained twin {_text(u.control)}" if u.control is not None else "") for u in units)
+    return _decided(
+        "P2-C1-core", units,
+        ours="; ".join(shown) + f" — third-largest of L8–11 (neighbour average): {third}",
+        setting=setting,
+        numbers={u.name: {"primary": _interval(u.primary), "control": _interval(u.control),
+                          **{k: _interval(v) for k, v in u.secondary.items()}} for u in units})
 
 
-def peak_size_rule(table: pd.DataFrame) -> str:
-    """L11's neighbour-average degradation: its bootstrap CI within a factor of 10 of the
-    paper's on every set (log10 band ±1)."""
-    nb = table[(table["method"] == "neighbour_average") & (table["layer"] == PAPER_PEAK)]
-    band = (math.log10(PAPER_PEAK_DEG) - 1, math.log10(PAPER_PEAK_DEG) + 1)
-    return claims.strict([claims.interval_rule(math.log10(max(r["lo"], 1e-9)),
-                                               math.log10(max(r["hi"], 1e-9)), *band)
-                          for _, r in nb.iterrows()])
+# -- P2-C1-peak-size ----------------------------------------------------------------------------
+def peak_size_units(table: pd.DataFrame) -> list[claims.Unit]:
+    """One unit per set: log10 of the largest neighbour-average degradation among L8–11."""
+    units = []
+    for s in _sets(table):
+        rows = _rows(table, s, "neighbour_average", PAPER_CORE)
+        est = log10_estimate(layer_estimate(rows, np.max, need=len(PAPER_CORE)))
+        units.append(claims.Unit(
+            name=s, primary=est,
+            precondition=None if est is not None else
+            "L8–11 not all in the map, or none of them degrades perplexity (no logarithm)"))
+    return units
 
 
 def assess_peak_size(table: pd.DataFrame, setting: str) -> claims.Claim:
-    nb = table[(table["method"] == "neighbour_average") & (table["layer"] == PAPER_PEAK)]
-    return claims.Claim(
-        id="P2-C1-peak-size", paper="P2", chapter=CHAPTER,
-        statement=LAYER_CLAIMS["P2-C1-peak-size"], paper_value="+63,419 %",
-        ours="; ".join(f"{r['set']}: {r['deg']:+,.0f} % [{r['lo']:+,.0f}, {r['hi']:+,.0f}]"
-                       for _, r in nb.iterrows()),
-        rule="the bootstrap CI within a factor of 10 of the paper's (|log10(ours / paper)| ≤ 1) "
-             "on every set; disjoint from that band → not reproduced; straddling → not testable",
-        verdict=peak_size_rule(table), setting=setting)
+    shown = {}
+    for s in _sets(table):
+        rows = _rows(table, s, "neighbour_average", PAPER_CORE)
+        if len(rows):
+            top = rows.loc[rows["deg"].idxmax()]
+            shown[s] = (int(top["layer"]), layer_estimate(rows, np.max))
+    return _decided(
+        "P2-C1-peak-size", peak_size_units(table),
+        ours="; ".join(f"{s}: L{l} {_text(e)}" for s, (l, e) in shown.items()),
+        setting=setting,
+        numbers={s: {"layer": l, "deg": _interval(e)} for s, (l, e) in shown.items()})
 
 
-def anti_rule(table: pd.DataFrame) -> str:
-    """Each claimed anti-layer on each set: CI below 0 → holds; CI above 0 → fails; CI across
-    0 → not testable (the paper's −0.6 % is within the noise of ten sentences)."""
-    nb = table[(table["method"] == "neighbour_average") & table["layer"].isin(PAPER_ANTI)]
-    return claims.strict([claims.REPRODUCED if r["hi"] < 0 else
-                          claims.NOT_REPRODUCED if r["lo"] > 0 else claims.NOT_TESTABLE
-                          for _, r in nb.iterrows()])
+# -- P2-C1-anti-layers --------------------------------------------------------------------------
+def anti_estimate(table: pd.DataFrame, set_name: str, method: str) -> claims.Estimate | None:
+    """The larger of L14's and L17's degradation under one operation (both must be below 0)."""
+    return layer_estimate(_rows(table, set_name, method, PAPER_ANTI), np.max,
+                          need=len(PAPER_ANTI))
 
 
-def assess_anti(table: pd.DataFrame, setting: str) -> claims.Claim:
-    nb = table[(table["method"] == "neighbour_average") & table["layer"].isin(PAPER_ANTI)]
-    return claims.Claim(
-        id="P2-C1-anti-layers", paper="P2", chapter=CHAPTER,
-        statement=LAYER_CLAIMS["P2-C1-anti-layers"], paper_value="L14, L17 at −0.6 %",
-        ours="; ".join(f"L{int(r['layer'])} {r['set']} {r['deg']:+.1f} % [{r['lo']:+.1f}, "
-                       f"{r['hi']:+.1f}]" for _, r in nb.sort_values(["layer", "set"]).iterrows()),
-        rule="for each layer and set: CI entirely below 0 holds, entirely above fails, across 0 is "
-             "not testable; all hold → reproduced; any fails → not reproduced",
-        verdict=anti_rule(table), setting=setting)
+def anti_units(table: pd.DataFrame, control: pd.DataFrame | None = None) -> list[claims.Unit]:
+    units = []
+    for s in _sets(table):
+        est = anti_estimate(table, s, "neighbour_average")
+        removal = anti_estimate(table, s, "skip")
+        units.append(claims.Unit(
+            name=s, primary=est,
+            precondition=None if est is not None else "L14 and L17 are not both in the map",
+            control=None if control is None else anti_estimate(control, s, "neighbour_average"),
+            secondary={} if removal is None else {"under removal": removal}))
+    return units
 
 
-def io_checks(table: pd.DataFrame) -> dict[str, bool]:
-    checks = {}
-    for s, df in table[table["method"] == "neighbour_average"].groupby("set"):
-        cls = df.set_index("layer")["class"]
-        checks[f"{s}: L1–2 are I/O"] = all(cls[l] == "I/O" for l in (1, 2))
-        checks[f"{s}: ≥ 4 of L23–28 are I/O"] = sum(cls[l] == "I/O" for l in range(23, 29)) >= 4
-    return checks
+def assess_anti(table: pd.DataFrame, setting: str,
+                control: pd.DataFrame | None = None) -> claims.Claim:
+    df = table[table["method"].isin(CORE_OPERATIONS) & table["layer"].isin(PAPER_ANTI)]
+    units = anti_units(table, control)
+    return _decided(
+        "P2-C1-anti-layers", units,
+        ours="; ".join(f"L{int(r['layer'])} {r['set']} {r['method'].replace('_', ' ')} "
+                       f"{r['deg']:+.1f} % [{r['lo']:+.1f}, {r['hi']:+.1f}]"
+                       for _, r in df.sort_values(["method", "layer", "set"]).iterrows())
+             + "".join(f"; untrained twin {u.name} {_text(u.control, '+.1f')}"
+                       for u in units if u.control is not None),
+        setting=setting,
+        numbers={u.name: {"primary": _interval(u.primary), "control": _interval(u.control),
+                          **{k: _interval(v) for k, v in u.secondary.items()}} for u in units})
 
 
-def assess_io(table: pd.DataFrame, setting: str, n_layers: int) -> claims.Claim:
+# -- P2-C1-io-layers ----------------------------------------------------------------------------
+def io_layers(n_layers: int) -> tuple[list[int], list[int]]:
+    """The summary's input (L1–2) and output (L23–28) layers."""
+    named = [int(l) for l in paper.P2_IO_LAYERS.value]
+    return [l for l in named if l < n_layers / 2], [l for l in named if l >= n_layers / 2]
+
+
+def io_estimate(table: pd.DataFrame, set_name: str, n_layers: int) -> claims.Estimate | None:
+    """min(both input layers, the fourth-largest output layer) under neighbour averaging."""
+    inputs, outputs = io_layers(n_layers)
+    a = layer_estimate(_rows(table, set_name, "neighbour_average", inputs), np.min,
+                       need=len(inputs))
+    b = layer_estimate(_rows(table, set_name, "neighbour_average", outputs), kth_largest(4),
+                       need=len(outputs))
+    if a is None or b is None:
+        return None
+    return claims.Estimate(min(a.point, b.point), min(a.lo, b.lo), min(a.hi, b.hi))
+
+
+def the_rest(n_layers: int) -> list[int]:
+    """Inner layers that are neither the named core nor the named I/O layers."""
+    inputs, outputs = io_layers(n_layers)
+    return [l for l in range(1, n_layers - 1) if l not in {*PAPER_CORE, *inputs, *outputs}]
+
+
+def io_units(table: pd.DataFrame, n_layers: int,
+             control: pd.DataFrame | None = None) -> list[claims.Unit]:
+    units = []
+    for s in _sets(table):
+        est = io_estimate(table, s, n_layers)
+        rest = layer_estimate(_rows(table, s, "neighbour_average", the_rest(n_layers)), np.max)
+        units.append(claims.Unit(
+            name=s, primary=est,
+            precondition=None if est is not None else "L1–2 and L23–28 are not all in the map",
+            control=None if control is None else io_estimate(control, s, n_layers),
+            secondary={} if rest is None else {"the rest connective": rest}))
+    return units
+
+
+def assess_io(table: pd.DataFrame, setting: str, n_layers: int,
+              control: pd.DataFrame | None = None) -> claims.Claim:
     nb_in = inner(table[table["method"] == "neighbour_average"], n_layers)
-    io = {s: sorted(df.loc[df["class"] == "I/O", "layer"].astype(int)) for s, df in nb_in.groupby("set")}
-    checks = io_checks(table)
-    return claims.Claim(
-        id="P2-C1-io-layers", paper="P2", chapter=CHAPTER, statement=LAYER_CLAIMS["P2-C1-io-layers"],
-        paper_value="I/O L1–2, L23–28", ours="; ".join(f"{s}: I/O {v}" for s, v in io.items()),
-        rule="L1–2 and ≥ 4 of L23–28 classed I/O (≥ 30 % outside the middle half) on every set; "
-             "all → reproduced, otherwise not reproduced",
-        verdict=claims.all_hold(checks), setting=setting, numbers={"io": io, "checks": checks})
+    io = {s: sorted(df.loc[df["class"] == "I/O", "layer"].astype(int))
+          for s, df in nb_in.groupby("set")}
+    rest = set(the_rest(n_layers))
+    above = {s: sorted(int(l) for l in df.loc[df["layer"].isin(rest)
+                                              & (df["deg"] >= CONNECTIVE_MAX), "layer"])
+             for s, df in nb_in.groupby("set")}
+    units = io_units(table, n_layers, control)
+    return _decided(
+        "P2-C1-io-layers", units,
+        ours="; ".join(f"{u.name}: I/O {io.get(u.name, [])}, weakest named I/O "
+                       f"{_text(u.primary, '+,.1f')}; other layers ≥ {CONNECTIVE_MAX:g} %: "
+                       f"{above.get(u.name) or 'none'}"
+                       + (f"; untrained twin {_text(u.control, '+,.1f')}"
+                          if u.control is not None else "") for u in units),
+        setting=setting,
+        numbers={"io": io, "rest_above_connective": above,
+                 **{u.name: {"primary": _interval(u.primary), "control": _interval(u.control),
+                             **{k: _interval(v) for k, v in u.secondary.items()}}
+                    for u in units}})
 
 
 def assess(result: dict[str, Any], setting: str, n_layers: int) -> list[claims.Claim]:
-    """Verdicts on C1: the range, core and peak, anti-layers, the I/O and connective classes."""
+    """Verdicts on C1: the range, core and peak, anti-layers, the I/O and connective classes.
+    The untrained twin's map (`result["untrained"]`, when `run` was asked for it) is the layer
+    claims' negative control; without it they read 'control: not measured' where it matters."""
     found = [assess_range(result["ranges"], setting)]
     if n_layers != PAPER_LAYERS:  # the claims name layers of SmolLM2's 30-layer stack
         return found + [not_testable(cid, setting, n_layers) for cid in LAYER_CLAIMS]
-    t = result["table"]
-    return found + [assess_core(t, setting, n_layers), assess_peak_size(t, setting),
-                    assess_anti(t, setting), assess_io(t, setting, n_layers)]
+    t, control = result["table"], result.get("untrained")
+    return found + [assess_core(t, setting, n_layers, control), assess_peak_size(t, setting),
+                    assess_anti(t, setting, control), assess_io(t, setting, n_layers, control)]
 
 
 def core_by_operation(table: pd.DataFrame, n_layers: int) -> pd.DataFrame:
@@ -412,11 +597,12 @@ def base_line(bases: dict[str, Scores]) -> str:
 
 
 def not_testable(cid: str, setting: str, n_layers: int) -> claims.Claim:
-    """A layer-naming claim on a model without SmolLM2's 30 layers (the smoke model)."""
-    return claims.Claim(
-        id=cid, paper="P2", chapter=CHAPTER, statement=LAYER_CLAIMS[cid],
-        paper_value="SmolLM2-135M layers", ours=f"model has {n_layers} layers",
-        rule=f"needs a {PAPER_LAYERS}-layer model", verdict=claims.NOT_TESTABLE, setting=setting)
+    """A layer-naming claim on a model without SmolLM2's 30 layers (the smoke model): its
+    precondition fails."""
+    unit = claims.Unit(name="model", primary=None,
+                       precondition=f"the model has {n_layers} layers; the claim names layers of "
+                                    f"SmolLM2-135M's {PAPER_LAYERS}")
+    return _decided(cid, [unit], ours=f"model has {n_layers} layers", setting=setting)
 
 
 def anchor_points(table: pd.DataFrame, sim: pd.DataFrame, set_name: str, n_layers: int) -> pd.DataFrame:

@@ -7,15 +7,18 @@ prompts show what the perplexity numbers mean as text.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import torch
 
 from layerlab import claims, paper
 from layerlab.anatomy import edits
+from layerlab.anatomy.declarations import DECLARATIONS
 from layerlab.anatomy.evaluator import Scores
-from layerlab.anatomy.importance import degradation_table
+from layerlab.anatomy.importance import degradation_table, log10_estimate
 from layerlab.anatomy.lab import Lab
 
 # name -> (edit kind, options); the first five are the paper's strategies
@@ -32,7 +35,6 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "neighbour average (C1)": ("neighbour_average", {}),
 }
 BENIGN = "scale ×0.9"
-BENIGN_MAX, HARMFUL_MIN = 30.0, 100.0  # degradation % thresholds of the verdict
 PROMPTS = (
     "The capital of France is",
     "Once upon a time, in a small village,",
@@ -332,97 +334,154 @@ def generation_summary(gens: pd.DataFrame) -> pd.DataFrame:
 
 CHAPTER = "06_manipulation_strategies"
 OTHERS = [name for name in STRATEGIES if name != BENIGN]
+MATCHED_SET = {"E0": "E0", "E1": "E1 subset"}  # each set's matched-size runs (the control)
 
 
-def unmatched_checks(joint: pd.DataFrame, gens: pd.DataFrame) -> dict[str, bool]:
-    """The claim at face value, on S jointly and each set: scale ×0.9 below BENIGN_MAX % (its CI's
-    upper end), every other strategy at or above HARMFUL_MIN % (its CI's lower end), and scaled
-    generations keep ≥ 90 % of the unedited distinct-2."""
-    j = joint.set_index(["set", "strategy"])
-    checks = {}
+def _decided(claim_id: str, units: list[claims.Unit], *, ours: str, setting: str,
+             numbers: dict[str, Any] | None = None) -> claims.Claim:
+    """The one decision procedure (`claims.decide`) on the claim's declaration and units."""
+    decl = DECLARATIONS[claim_id]
+    return claims.make(decl, claims.decide(decl, units), ours=ours, setting=setting,
+                       numbers=numbers)
+
+
+def strategies_estimate(df: pd.DataFrame, names, stat) -> claims.Estimate | None:
+    """`stat` (np.min or np.max) over the named strategies' degradations, at the point and at
+    their lower and upper interval ends; None unless every named strategy is there."""
+    rows = df[df["strategy"].isin(list(names))]
+    if rows["strategy"].nunique() < len(set(names)):
+        return None
+    return claims.Estimate(*(float(stat(rows[c].to_numpy(dtype=float)))
+                             for c in ("deg", "lo", "hi")))
+
+
+def _triple(e: claims.Estimate | None) -> list[float] | None:
+    return None if e is None else [e.point, e.lo, e.hi]
+
+
+def coherence(gens: pd.DataFrame) -> dict[str, Any]:
+    """The generation check calibrated on the unedited model (VERDICTS.md §3): per prompt the
+    change in distinct-2 from the unedited text to scale ×0.9 on S, its mean with a 95 %
+    t-interval over prompts, in units of the unedited model's own variation across prompts
+    (1.96 × the standard deviation of its distinct-2). `estimate` is None with fewer than two
+    prompts or an unedited model whose distinct-2 does not vary (no scale to calibrate on)."""
+    from scipy.stats import t as student_t
+
+    wide = gens.pivot_table(index="prompt", columns="condition", values="distinct_2",
+                            aggfunc="first")
+    scaled = f"{BENIGN} on S"
+    if "unedited" not in wide or scaled not in wide:
+        return {"estimate": None, "prompts": 0}
+    pair = wide[["unedited", scaled]].dropna()
+    n = len(pair)
+    out: dict[str, Any] = {"estimate": None, "prompts": n,
+                           "unedited_mean": float(pair["unedited"].mean()) if n else math.nan,
+                           "scaled_mean": float(pair[scaled].mean()) if n else math.nan}
+    if n < 2:
+        return out
+    sd = float(pair["unedited"].std(ddof=1))
+    diff = pair[scaled] - pair["unedited"]
+    mean, half = float(diff.mean()), float(student_t.ppf(0.975, n - 1) * diff.std(ddof=1)
+                                           / math.sqrt(n))
+    out.update(unedited_sd=sd, change=mean, change_ci=[mean - half, mean + half])
+    if sd > 0:
+        scale = 1.96 * sd
+        out["estimate"] = claims.Estimate(mean / scale, (mean - half) / scale,
+                                          (mean + half) / scale)
+    return out
+
+
+def only_scaling_units(joint: pd.DataFrame, gens: pd.DataFrame,
+                       matched_joint: pd.DataFrame | None) -> list[claims.Unit]:
+    """P2-C4-only-scaling, one unit per set: scale ×0.9 on S (primary); control, the most
+    damaging of clone, mix and low-rank mix at ×0.9's relative weight change (None without the
+    matched runs); secondaries, the least damaging other strategy at full strength and the
+    calibrated generation check."""
+    text = coherence(gens)["estimate"]
+    units = []
     for s in sorted(set(joint["set"])):
-        checks[f"{s}: scale ×0.9 < {BENIGN_MAX:g} %"] = j.loc[(s, BENIGN), "hi"] < BENIGN_MAX
-        for o in OTHERS:
-            checks[f"{s}: {o} ≥ {HARMFUL_MIN:g} %"] = j.loc[(s, o), "lo"] >= HARMFUL_MIN
-    d2 = generation_summary(gens)["distinct_2"]
-    checks["generations keep ≥ 90 % of distinct-2"] = d2[f"{BENIGN} on S"] >= 0.9 * d2["unedited"]
-    return checks
-
-
-def size_explains(matched_joint: pd.DataFrame) -> bool:
-    """At the relative weight change of scale ×0.9, is every other strategy benign too (each CI's
-    upper end below BENIGN_MAX on every set)? Then "only scaling is benign" measures size."""
-    m = matched_joint[(matched_joint["matched"] == "size joint")
-                      & (matched_joint["strategy"] != "zero")]
-    return bool((m["hi"] < BENIGN_MAX).all())
-
-
-def only_scaling_rule(joint: pd.DataFrame, gens: pd.DataFrame,
-                      matched_joint: pd.DataFrame | None) -> str:
-    """Face value must hold in full; then, at matched size, harmful others → reproduced (the
-    direction matters), benign others → partly (true as stated, but it is the size: a 10 % step
-    toward any of the targets is benign too); without the matched runs → not testable."""
-    if claims.all_hold(unmatched_checks(joint, gens)) != claims.REPRODUCED:
-        return claims.NOT_REPRODUCED
-    if matched_joint is None:
-        return claims.NOT_TESTABLE
-    return claims.PARTLY if size_explains(matched_joint) else claims.REPRODUCED
+        one = joint[joint["set"] == s]
+        scale = strategies_estimate(one, [BENIGN], np.max)
+        control = None
+        if matched_joint is not None:
+            m = matched_joint[(matched_joint["matched"] == "size joint")
+                              & (matched_joint["set"] == MATCHED_SET.get(s, s))]
+            control = strategies_estimate(m, [d for d in DIRECTIONS if d != "zero"], np.max)
+        sec = {"others harmful": strategies_estimate(one, OTHERS, np.min), "coherent text": text}
+        units.append(claims.Unit(
+            name=s, primary=scale,
+            precondition=None if scale is not None else "scale ×0.9 on S was not run",
+            control=control, secondary={k: v for k, v in sec.items() if v is not None}))
+    return units
 
 
 def assess_only_scaling(result: dict[str, Any], gens: pd.DataFrame, matched_result: dict[str, Any],
                         setting: str) -> claims.Claim:
     joint = result["joint"].set_index(["set", "strategy"])
-    mj = matched_result["joint"]
-    size = mj[mj["matched"] == "size joint"].set_index(["set", "strategy"])
+    mj = matched_result["joint"] if matched_result is not None else None
     sets = sorted(set(result["joint"]["set"]))
-    return claims.Claim(
-        id="P2-C4-only-scaling", paper="P2", chapter=CHAPTER,
-        statement="Of five manipulation strategies on redundant layers, only scaling by 0.9 "
-                  "preserves quality",
-        paper_value="scale +19 %; zero, clone, mix, low-rank mix up to millions of %",
-        ours="; ".join(f"{s}: " + ", ".join(f"{n} {joint.loc[(s, n), 'deg']:+,.0f} %"
-                                             for n in STRATEGIES) for s in sets)
-             + f" — at the relative weight change of ×0.9 ({MATCHED_SIZE:g}): " + "; ".join(
-                 f"{s} " + ", ".join(f"{n} {size.loc[(s, n), 'deg']:+,.1f} %" for n in DIRECTIONS)
-                 for s in sorted(set(mj["set"]))) + " (zero at this size is ×0.9 itself)"
-             + "; greedy text distinct-2: unedited {:.2f}, scale ×0.9 on S {:.2f}".format(
-                 *generation_summary(gens)["distinct_2"][["unedited", f"{BENIGN} on S"]]),
-        rule=f"face value on S jointly, each set: scale ×0.9 CI below {BENIGN_MAX:g} %, every "
-             f"other CI above {HARMFUL_MIN:g} %, scaled generations keep ≥ 90 % of distinct-2 — "
-             f"else not reproduced; then at matched size ({MATCHED_SIZE:g} relative change): "
-             f"others harmful → reproduced, others benign too (CI below {BENIGN_MAX:g} %) → "
-             "partly (it is the size, not the strategy)",
-        verdict=only_scaling_rule(result["joint"], gens, mj), setting=f"{setting}; S = {result['target']}")
+    text = coherence(gens)
+    shown = ""
+    if mj is not None:
+        size = mj[mj["matched"] == "size joint"].set_index(["set", "strategy"])
+        shown = (f" — at the relative weight change of ×0.9 ({MATCHED_SIZE:g}): " + "; ".join(
+            f"{s} " + ", ".join(f"{n} {size.loc[(s, n), 'deg']:+,.1f} % [{size.loc[(s, n), 'lo']:+,.1f}, "
+                                f"{size.loc[(s, n), 'hi']:+,.1f}]" for n in DIRECTIONS)
+            for s in sorted(set(mj["set"]))) + " (zero at this size is ×0.9 itself)")
+    gen = (f"; greedy text distinct-2 over {text['prompts']} prompts: unedited "
+           f"{text['unedited_mean']:.2f}, scale ×0.9 on S {text['scaled_mean']:.2f}"
+           if text["prompts"] else "; no paired generations")
+    if "change" in text:
+        e = text["estimate"]
+        gen += (f" (change {text['change']:+.3f} [{text['change_ci'][0]:+.3f}, "
+                f"{text['change_ci'][1]:+.3f}]; unedited spread across prompts sd "
+                f"{text['unedited_sd']:.3f}" + (f", calibrated {e.point:+.2f} [{e.lo:+.2f}, {e.hi:+.2f}]"
+                                                 if e is not None else ", no spread to calibrate on")
+                + ")")
+    units = only_scaling_units(result["joint"], gens, mj)
+    return _decided(
+        "P2-C4-only-scaling", units,
+        ours="; ".join(f"{s}: " + ", ".join(
+            f"{n} {joint.loc[(s, n), 'deg']:+,.0f} % [{joint.loc[(s, n), 'lo']:+,.0f}, "
+            f"{joint.loc[(s, n), 'hi']:+,.0f}]" for n in STRATEGIES) for s in sets) + shown + gen,
+        setting=f"{setting}; S = {result['target']}",
+        numbers={"coherence": {**text, "estimate": _triple(text["estimate"])},
+                 **{u.name: {"primary": _triple(u.primary), "control": _triple(u.control),
+                             **{k: _triple(v) for k, v in u.secondary.items()}}
+                    for u in units}})
 
 
-def magnitudes_rule(joint: pd.DataFrame) -> str:
-    """Scale ×0.9's CI inside +19 % ± 20 points and the worst other's CI above 10^5 %, on every
-    set; a CI straddling a bound → not testable."""
-    j = joint.set_index(["set", "strategy"])
-    verdicts = []
+def magnitudes_units(joint: pd.DataFrame) -> list[claims.Unit]:
+    """P2-C4-magnitudes, one unit per set: log10 of the most damaging other strategy on S
+    (primary) and scale ×0.9's degradation (secondary)."""
+    units = []
     for s in sorted(set(joint["set"])):
-        verdicts.append(claims.interval_rule(j.loc[(s, BENIGN), "lo"], j.loc[(s, BENIGN), "hi"],
-                                             19 - 20, 19 + 20))
-        worst = max(OTHERS, key=lambda o: j.loc[(s, o), "deg"])
-        verdicts.append(claims.interval_rule(j.loc[(s, worst), "lo"], j.loc[(s, worst), "hi"],
-                                             1e5, float("inf")))
-    return claims.strict(verdicts)
+        one = joint[joint["set"] == s]
+        worst = log10_estimate(strategies_estimate(one, OTHERS, np.max))
+        scale = strategies_estimate(one, [BENIGN], np.max)
+        units.append(claims.Unit(
+            name=s, primary=worst,
+            precondition=None if worst is not None else
+            "the other strategies were not all run, or none degrades perplexity (no logarithm)",
+            secondary={} if scale is None else {"scaling +19 %": scale}))
+    return units
 
 
 def assess_magnitudes(result: dict[str, Any], setting: str) -> claims.Claim:
     joint = result["joint"].set_index(["set", "strategy"])
     sets = sorted(set(result["joint"]["set"]))
-    return claims.Claim(
-        id="P2-C4-magnitudes", paper="P2", chapter=CHAPTER,
-        statement="Scaling costs +19 % perplexity while the other strategies cost millions of %",
-        paper_value="+19 % vs millions of %",
+    worst = {s: max(OTHERS, key=lambda o, s=s: joint.loc[(s, o), "deg"]) for s in sets}
+    units = magnitudes_units(result["joint"])
+    return _decided(
+        "P2-C4-magnitudes", units,
         ours="; ".join(f"{s}: scale {joint.loc[(s, BENIGN), 'deg']:+.1f} % "
                        f"[{joint.loc[(s, BENIGN), 'lo']:+.1f}, {joint.loc[(s, BENIGN), 'hi']:+.1f}], "
-                       f"worst other {max(joint.loc[(s, o), 'deg'] for o in OTHERS):+,.0f} %"
+                       f"worst other ({worst[s]}) {joint.loc[(s, worst[s]), 'deg']:+,.0f} % "
+                       f"[{joint.loc[(s, worst[s]), 'lo']:+,.0f}, {joint.loc[(s, worst[s]), 'hi']:+,.0f}]"
                        for s in sets),
-        rule="scale ×0.9's CI inside +19 % ± 20 points and the worst other's CI above 10^5 %, on "
-             "each set; a CI outside → not reproduced; straddling → not testable",
-        verdict=magnitudes_rule(result["joint"]), setting=f"{setting}; S = {result['target']}")
+        setting=f"{setting}; S = {result['target']}",
+        numbers={u.name: {"log10_worst_other": _triple(u.primary),
+                          **{k: _triple(v) for k, v in u.secondary.items()}} for u in units})
 
 
 def assess(result: dict[str, Any], gens: pd.DataFrame, matched_result: dict[str, Any],

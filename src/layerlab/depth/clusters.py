@@ -11,7 +11,11 @@ candidates and report each (research/paper1.md §3):
 - rules `kmeans` (2-means on PC1–PC2, seeded k-means++) and `valley` (split PC1 at the deepest
   valley of its histogram between the two highest modes).
 
-The bulk is the larger cluster; the bulk fraction is its share of the sampled tokens.
+The bulk is the larger cluster; the bulk fraction is its share of the sampled tokens. P1-B1 is
+decided by `claims.decide` against its declaration (`layerlab.depth.declarations`): the fraction's
+95 % interval over windows (the sample's minority is about one token per window, so windows, not
+tokens, are resampled), a negative control with each token's layers shuffled, and the minority's
+and bulk's progress a quarter of the way through the stack as secondaries.
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from layerlab import paper
+from layerlab import claims, paper
+from layerlab.depth.declarations import DECLARATIONS
 
 FEATURES = ("progress", "rotation")
 RULES = ("kmeans", "valley")
@@ -81,12 +86,9 @@ def valley_split(x: np.ndarray, bins: int = 60) -> np.ndarray:
     return (x > edges[valley + 1]).astype(int)
 
 
-def cluster(arrays: dict[str, np.ndarray], kind: str = "progress", rule: str = "kmeans",
-            seed: int = 0) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Per-token PCA scores, cluster labels and bulk membership, plus a summary."""
-    X = features(arrays, kind)
-    if X.shape[1] < 2:
-        raise ValueError(f"{X.shape[1]} {kind} features: a model needs ≥ {MIN_LAYERS} blocks")
+def split(X: np.ndarray, rule: str = "kmeans", seed: int = 0) -> tuple[np.ndarray, np.ndarray,
+                                                                      np.ndarray]:
+    """PCA scores, explained variance ratios and cluster labels of one feature matrix."""
     scores, ratio = pca(X)
     if rule == "kmeans":
         labels = kmeans2(scores, seed)
@@ -94,6 +96,21 @@ def cluster(arrays: dict[str, np.ndarray], kind: str = "progress", rule: str = "
         labels = valley_split(scores[:, 0])
     else:
         raise ValueError(f"unknown rule {rule!r}; choose one of {RULES}")
+    return scores, ratio, labels
+
+
+def bulk_of(labels: np.ndarray) -> np.ndarray:
+    """Membership of the larger cluster."""
+    return labels == int(np.bincount(labels, minlength=2).argmax())
+
+
+def cluster(arrays: dict[str, np.ndarray], kind: str = "progress", rule: str = "kmeans",
+            seed: int = 0) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Per-token PCA scores, cluster labels and bulk membership, plus a summary."""
+    X = features(arrays, kind)
+    if X.shape[1] < 2:
+        raise ValueError(f"{X.shape[1]} {kind} features: a model needs ≥ {MIN_LAYERS} blocks")
+    scores, ratio, labels = split(X, rule, seed)
     bulk_label = int(np.bincount(labels, minlength=2).argmax())
     df = pd.DataFrame({"pc1": scores[:, 0], "pc2": scores[:, 1], "cluster": labels,
                        "bulk": labels == bulk_label,
@@ -121,7 +138,9 @@ def without_position0(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 def fractions(arrays_by_model: dict[str, dict[str, np.ndarray]], *,
               exclude_position0: bool = False) -> pd.DataFrame:
-    """Bulk fraction for every model (with ≥ MIN_LAYERS blocks) × feature kind × rule."""
+    """Bulk fraction for every model (with ≥ MIN_LAYERS blocks) × feature kind × rule, with its
+    95 % interval over windows, the layer-shuffled control's fraction through the same rule and
+    the median progress at a quarter of the depth of minority and bulk (`window_stats`)."""
     rows = []
     for model, arrays in arrays_by_model.items():
         if np.asarray(arrays["theta"]).shape[1] < MIN_LAYERS:
@@ -130,8 +149,102 @@ def fractions(arrays_by_model: dict[str, dict[str, np.ndarray]], *,
             arrays = without_position0(arrays)
         for kind in FEATURES:
             for rule in RULES:
-                rows.append({"model": model, **cluster(arrays, kind, rule)[1]})
+                df, summary = cluster(arrays, kind, rule)
+                rows.append({"model": model, **summary, **window_stats(arrays, df, kind, rule)})
     return pd.DataFrame(rows)
+
+
+# --- intervals over windows and the layer-shuffled control (P1-B1) -------------------------------
+BOOTSTRAP = 2000  # window resamples
+CONTROL_SEED = 0
+
+
+def shuffle_layers(X: np.ndarray, seed: int = CONTROL_SEED) -> np.ndarray:
+    """The negative control's features: each token's profile with its layers in a random order
+    (seeded, token by token). Every token keeps its values; the depth order that tells even
+    increments from early stopping is gone."""
+    rng = np.random.default_rng(seed)
+    return np.take_along_axis(X, rng.random(X.shape).argsort(1), axis=1)
+
+
+def _resample_counts(n_windows: int, seed: int = 0, n_boot: int = BOOTSTRAP) -> np.ndarray:
+    """[n_boot, n_windows]: how often each window is drawn in each bootstrap resample."""
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(n_windows, size=(n_boot, n_windows))
+    counts = np.zeros((n_boot, n_windows), dtype=np.int64)
+    np.add.at(counts, (np.arange(n_boot)[:, None], idx), 1)
+    return counts
+
+
+def _percentiles(values: np.ndarray) -> tuple[float, float]:
+    values = values[np.isfinite(values)]
+    if not len(values):
+        return float("nan"), float("nan")
+    lo, hi = np.percentile(values, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
+def fraction_interval(member: np.ndarray, window: np.ndarray,
+                      counts: np.ndarray) -> tuple[float, float]:
+    """95 % percentile interval of a token share over window resamples: every window's tokens
+    and members are counted together (the ratio of the resampled sums)."""
+    n_w = counts.shape[1]
+    tokens = np.bincount(window, minlength=n_w).astype(float)
+    members = np.bincount(window, weights=member.astype(float), minlength=n_w)
+    return _percentiles((counts @ members) / (counts @ tokens))
+
+
+def median_interval(values: np.ndarray, window: np.ndarray, counts: np.ndarray,
+                    chunk: int = 250) -> tuple[float, float]:
+    """95 % percentile interval of the median of `values` over window resamples (each token
+    weighted by how often its window is drawn; a resample without any of the tokens is
+    skipped)."""
+    if not len(values):
+        return float("nan"), float("nan")
+    order = np.argsort(values, kind="stable")
+    v, w_of = np.asarray(values, dtype=float)[order], window[order]
+    out = []
+    for start in range(0, len(counts), chunk):
+        weights = counts[start:start + chunk][:, w_of].astype(float)  # [chunk, tokens]
+        cum = np.cumsum(weights, axis=1)
+        total = cum[:, -1]
+        at = (cum < total[:, None] / 2).sum(1).clip(max=len(v) - 1)
+        out.append(np.where(total > 0, v[at], np.nan))
+    return _percentiles(np.concatenate(out))
+
+
+def window_stats(arrays: dict[str, np.ndarray], df: pd.DataFrame, kind: str, rule: str,
+                 seed: int = 0) -> dict[str, Any]:
+    """P1-B1's evidence for one model × features × rule beside `cluster`'s summary: the number of
+    windows in the sample, the bulk fraction's 95 % interval over windows (cluster labels fixed),
+    the layer-shuffled control's bulk fraction through the same rule with its interval, and the
+    median progress at a quarter of the depth of minority and bulk with theirs. Without window
+    ids (`sequence`) the intervals are NaN."""
+    bulk = df["bulk"].to_numpy()
+    quarter = df["progress_quarter"].to_numpy(dtype=float)
+    control = bulk_of(split(shuffle_layers(features(arrays, kind)), rule, seed)[2])
+    out: dict[str, Any] = {
+        "windows": 0, "bulk_lo": np.nan, "bulk_hi": np.nan,
+        "control_fraction": float(control.mean()), "control_lo": np.nan, "control_hi": np.nan,
+        "minority_quarter": float(np.median(quarter[~bulk])) if (~bulk).any() else np.nan,
+        "minority_quarter_lo": np.nan, "minority_quarter_hi": np.nan,
+        "bulk_quarter": float(np.median(quarter[bulk])) if bulk.any() else np.nan,
+        "bulk_quarter_lo": np.nan, "bulk_quarter_hi": np.nan}
+    if "sequence" not in arrays:
+        return out
+    window = np.unique(np.asarray(arrays["sequence"]), return_inverse=True)[1].ravel()
+    n_w = int(window.max()) + 1 if len(window) else 0
+    out["windows"] = n_w
+    if n_w < 2:
+        return out
+    counts = _resample_counts(n_w, seed)
+    out["bulk_lo"], out["bulk_hi"] = fraction_interval(bulk, window, counts)
+    out["control_lo"], out["control_hi"] = fraction_interval(control, window, counts)
+    out["minority_quarter_lo"], out["minority_quarter_hi"] = median_interval(
+        quarter[~bulk], window[~bulk], counts)
+    out["bulk_quarter_lo"], out["bulk_quarter_hi"] = median_interval(
+        quarter[bulk], window[bulk], counts)
+    return out
 
 
 def minority_report(df: pd.DataFrame, top: int = 12) -> dict[str, Any]:
@@ -250,53 +363,91 @@ def by_context(profile, cache=None, *, progress: bool = True) -> pd.DataFrame:
     return pd.DataFrame(rows).assign(sink_line=lambda d: 1 - 1 / d["T"])
 
 
+# --- the verdict (P1-B1), decided by `claims.decide` against its declaration ------------------------
+CLAIM = "P1-B1-bulk-fraction"
 PAPER_BULK = paper.P1_BULK_FRACTION.value
+# The old ± 0.5 pp of research/paper1.md §8: no longer a verdict rule (the band is the
+# declaration's); kept only because report/rules.py still prints it beside `number_rule`.
 TOLERANCE = 0.005
-EARLY_MARGIN = 0.25  # "at its final state": median progress within 1 ± this at a quarter depth
 
 
 def number_rule(frac: float, se: float) -> str:
-    """The number: the bulk fraction's 95 % interval against 99.6 ± 0.5 %."""
-    from layerlab.claims import equivalence
+    """The number alone, for `layerlab report`: a bulk fraction with its binomial 95 % interval
+    against P1-B1's declared band (inside → reproduced, disjoint → not reproduced, straddling
+    or undefined → not testable)."""
+    band = DECLARATIONS[CLAIM].band
+    outcome = band.test(claims.Estimate(frac, frac - 1.96 * se, frac + 1.96 * se))
+    return {"pass": claims.REPRODUCED, "fail": claims.NOT_REPRODUCED}.get(outcome,
+                                                                          claims.NOT_TESTABLE)
 
-    return equivalence(frac, frac - 1.96 * se, frac + 1.96 * se, PAPER_BULK, TOLERANCE)
+
+def _estimate(row: pd.Series, point: str, lo: str, hi: str) -> claims.Estimate | None:
+    values = [float(row.get(k, np.nan)) for k in (point, lo, hi)]
+    return claims.Estimate(*values) if all(np.isfinite(values)) else None
 
 
-def meaning_rule(position0_share: float, progress_minority: float, progress_bulk: float) -> bool:
-    """The meaning: the minority are early stoppers — mostly not the first position, already at
-    their final state a quarter of the way through the stack (median progress s within
-    1 ± `EARLY_MARGIN`; a token far beyond 1 overshoots, it has not stopped), while the bulk is
-    still far from it (below 1 − `EARLY_MARGIN`)."""
-    return bool(np.isfinite(position0_share) and position0_share < 0.5
-                and abs(progress_minority - 1) <= EARLY_MARGIN
-                and progress_bulk < 1 - EARLY_MARGIN)
+def primary_unit(row: pd.Series, name: str) -> claims.Unit:
+    """The primary model's evidence (one row of `fractions`, progress features and 2-means) as
+    P1-B1's unit: the bulk fraction with its interval over windows, the layer-shuffled control
+    and the two secondaries."""
+    band = DECLARATIONS[CLAIM].band
+    primary = _estimate(row, "bulk_fraction", "bulk_lo", "bulk_hi")
+    windows = int(row.get("windows", 0) or 0)
+    pre = None
+    if primary is None:
+        pre = (f"the sample spans {windows} window(s) with ids: no interval over windows"
+               if windows < 2 else "the bulk fraction's interval over windows is undefined")
+    elif primary.hi - primary.lo > band.hi - band.lo and band.test(primary) != "fail":
+        pre = (f"the interval over windows [{primary.lo:.4f}, {primary.hi:.4f}] is wider than the "
+               f"band {band.text('.4g')}")
+    secondary = {k: e for k, e in (
+        ("minority stops early", _estimate(row, "minority_quarter", "minority_quarter_lo",
+                                           "minority_quarter_hi")),
+        ("bulk updates evenly", _estimate(row, "bulk_quarter", "bulk_quarter_lo",
+                                          "bulk_quarter_hi"))) if e is not None}
+    return claims.Unit(name=name, primary=primary, precondition=pre,
+                       control=_estimate(row, "control_fraction", "control_lo", "control_hi"),
+                       secondary=secondary)
+
+
+def _pct(e: claims.Estimate | None) -> str:
+    return "undefined" if e is None else f"{100 * e.point:.2f} % [{100 * e.lo:.2f}, {100 * e.hi:.2f}]"
+
+
+def _num(e: claims.Estimate | None) -> str:
+    return "undefined" if e is None else f"{e.point:.2f} [{e.lo:.2f}, {e.hi:.2f}]"
 
 
 def assess(table: pd.DataFrame, primary: str, setting: str,
            report: dict[str, Any] | None = None, context: pd.DataFrame | None = None) -> list:
-    """P1-B1 in two parts: the number (the primary model and rule, progress features and
-    2-means, within 99.6 ± 0.5 % with its sampling interval) and its meaning (the minority are
-    early-stopping tokens). Both → reproduced; the number only → partly."""
-    from layerlab.claims import NOT_REPRODUCED, PARTLY, REPRODUCED, Claim
-
+    """P1-B1 on the primary model and rule (progress features, 2-means), decided by
+    `claims.decide`: the bulk fraction's interval over windows against the declared band; the
+    layer-shuffled control through the same band (passing too → not diagnostic); the minority's
+    and the bulk's median progress at a quarter of the depth as secondaries (early stoppers,
+    even increments). `report` (`minority_report` of the primary model) and `context`
+    (`by_context`) are shown beside."""
+    decl = DECLARATIONS[CLAIM]
     main = table[(table["model"] == primary) & (table["features"] == "progress")
                  & (table["rule"] == "kmeans")]
     if main.empty:
         raise ValueError(f"no clustering result for the primary model {primary!r}")
-    frac = float(main["bulk_fraction"].iloc[0])
-    n = int(main["tokens"].iloc[0])
-    se = float(np.sqrt(frac * (1 - frac) / n))
-    number = number_rule(frac, se)
+    row = main.iloc[0]
+    unit = primary_unit(row, primary)
     report = report or {}
     share = float(report.get("share_at_position_0", np.nan))
-    meaning = meaning_rule(share, float(report.get("median_progress_at_quarter_depth_minority",
-                                                    np.nan)),
-                           float(report.get("median_progress_at_quarter_depth_bulk", np.nan)))
-    number_ok = number in (REPRODUCED, PARTLY)
-    verdict = (REPRODUCED if number == REPRODUCED and meaning else
-               PARTLY if number_ok or meaning else NOT_REPRODUCED)
-    numbers = {"bulk_fraction": frac, "bulk_fraction_se": se, "number_verdict": number,
-               "meaning": meaning, "minority_position0_share": share}
+    share_all = float(report.get("position_0_share_of_all", np.nan))
+    minority, even = (unit.secondary.get(k) for k in ("minority stops early",
+                                                      "bulk updates evenly"))
+    numbers: dict[str, Any] = {
+        "bulk_fraction": float(row["bulk_fraction"]), "tokens": int(row["tokens"]),
+        "windows": int(row.get("windows", 0) or 0),
+        "interval": [unit.primary.lo, unit.primary.hi] if unit.primary else None,
+        "control_fraction": float(row.get("control_fraction", np.nan)),
+        "control_interval": [unit.control.lo, unit.control.hi] if unit.control else None,
+        "minority_quarter": [minority.point, minority.lo, minority.hi] if minority else None,
+        "bulk_quarter": [even.point, even.lo, even.hi] if even else None,
+        "minority_position0_share": share, "position0_share_of_sample": share_all,
+        "band": [decl.band.lo, decl.band.hi]}
     extra = ""
     if context is not None and len(context):
         plain = context[(context["model"] == primary) & ~context["bos"]]
@@ -307,18 +458,11 @@ def assess(table: pd.DataFrame, primary: str, setting: str,
         extra = "; against T: " + ", ".join(
             f"T={int(r.T)} {100 * r.bulk_fraction:.2f} % (1 − 1/T {100 * (1 - 1 / r.T):.2f} %)"
             for r in plain.itertuples())
-    return [Claim("P1-B1-bulk-fraction", "P1", "03_token_clusters",
-                  "A PCA of per-token layer profiles shows one bulk cluster holding ≈99.6 % of "
-                  "tokens (updated evenly through the middle layers) and a small minority of "
-                  "early-stopping tokens", "99.6 % (Pythia)",
-                  f"{primary}, progress features, 2-means: {100 * frac:.2f} ± {196 * se:.2f} % "
-                  f"(number: {number}); {100 * share:.0f} % of its minority sit at position 0, "
-                  f"minority progress at a quarter of the depth "
-                  f"{report.get('median_progress_at_quarter_depth_minority', np.nan):.2f} vs bulk "
-                  f"{report.get('median_progress_at_quarter_depth_bulk', np.nan):.2f} "
-                  f"(early stoppers: {'yes' if meaning else 'no'})" + extra,
-                  "two parts — the number: the 95 % interval within 99.6 ± 0.5 %; the meaning: "
-                  "under half the minority at position 0, its median progress at a quarter of the "
-                  f"depth within 1 ± {EARLY_MARGIN} (stopped) and the bulk's below "
-                  f"{1 - EARLY_MARGIN}; both → reproduced, one → partly",
-                  verdict, setting, numbers)]
+    ours = (f"{primary}, progress features, 2-means: bulk {_pct(unit.primary)} over "
+            f"{numbers['windows']} windows ({numbers['tokens']} tokens; windows are the resampling "
+            f"unit, labels fixed); layer-shuffled control {_pct(unit.control)}; median progress at "
+            f"a quarter of the depth: minority {_num(minority)}, bulk {_num(even)}; "
+            f"{100 * share:.0f} % of the minority at position 0 (position 0 is "
+            f"{100 * share_all:.2f} % of the sample)" + extra)
+    return [claims.make(decl, claims.decide(decl, [unit]), ours=ours, setting=setting,
+                        numbers=numbers)]

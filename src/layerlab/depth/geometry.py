@@ -3,7 +3,8 @@ the depth family trained here), cached model by model, and the tables and fits b
 
 Every signature has an untrained control: the same statistics, sequence by sequence, on a model
 of the same configuration at initialisation (`controls`), so a verdict can ask what training
-changed rather than what any residual stack does (`layerlab.claims.against_control`)."""
+changed rather than what any residual stack does. Each claim is decided by `claims.decide`
+against its declaration in `layerlab.depth.declarations`."""
 
 from __future__ import annotations
 
@@ -430,40 +431,92 @@ def slope_summary(slopes: dict[str, dict[str, dict]]) -> pd.DataFrame:
                          for stat, by in slopes.items() for cond, v in by.items()])
 
 
-# --- verdicts: one function per claim ---------------------------------------------------------
+# --- verdicts: one function per claim, each decided by `claims.decide` ------------------------
 CHAPTER = "02_hidden_state_geometry"
-EDGE_RATIO = 1.5  # first and last rotation above 1.5 × the middle one
-SLOPE_TARGET, SLOPE_MARGIN = -1.0, 0.3  # P1: update ∝ 1/ℓ; research/paper1.md §8's ± 0.3
-LARGE_ANGLE = 1.0  # rad: "large" consecutive-update angle
-FLAT_SLOPE = -0.3  # a θ(Δh) slope above this is "not shrinking with depth"
+# The report's single-model rules (`layerlab.report.rules`) still read these two round numbers;
+# the book's P1-A1 and P1-A3 are decided against their declarations (`depth.declarations`).
+EDGE_RATIO = 1.5  # report: first and last rotation above 1.5 × the middle one
+LARGE_ANGLE = 1.0  # rad: report: a "large" consecutive-update angle
+EDGE_MIN_LAYERS = 8  # P1-A1's scope: fewer blocks leave "the middle" a handful of blocks
+DH_MIN_LAYERS = 4  # P1-A3's scope: a pair of middle updates exists
 
 
 def edge_rule(lo: float) -> str:
-    """P1-A1 on one model: the lower end of the edge ratio's interval above 1.5."""
+    """The report's P1-A1 rule on one model: the lower end of the edge ratio's interval above
+    1.5 (the book decides P1-A1 against the untrained twin's 95 % range instead)."""
     from layerlab.claims import NOT_REPRODUCED, REPRODUCED
 
     return REPRODUCED if lo > EDGE_RATIO else NOT_REPRODUCED
 
 
-def assess_edges(table: pd.DataFrame, setting: str):
-    """P1-A1: only the first and last blocks rotate strongly (models with ≥ 8 blocks)."""
-    from layerlab.claims import NOT_TESTABLE, Claim, against_control, combine
+def _decided(claim_id: str, units: list, *, ours: str, setting: str, numbers: dict | None = None):
+    """The one decision procedure (`claims.decide`) on the claim's declaration and units."""
+    from layerlab import claims
+    from layerlab.depth.declarations import DECLARATIONS
 
-    rows = table[(table["statistic"] == "edge_ratio") & (table["layers"] >= 8)]
-    per = {r.model: against_control(edge_rule(r.trained_lo), edge_rule(r.untrained_lo),
-                                    r.diff_lo, r.diff_hi) for r in rows.itertuples()}
-    return Claim(
-        "P1-A1-edges-rotate", "P1", CHAPTER,
-        "Only the first and last blocks rotate the hidden state strongly; the middle blocks make "
-        "small updates", "qualitative (Fig. 2a–b)",
-        "; ".join(f"{r.model}: min(first, last)/middle {r.trained:.2f} [{r.trained_lo:.2f}, "
-                  f"{r.trained_hi:.2f}], untrained {r.untrained:.2f} → {per[r.model]}"
-                  for r in rows.itertuples()),
-        f"per model with ≥ 8 blocks: the 95 % interval of min(first, last)/middle θ(h_l, h_{{l+1}}) "
-        f"above {EDGE_RATIO} (last block's own output, positions ≥ 1, bootstrap over sequences); "
-        "not diagnostic where the untrained model passes too or the trained − untrained interval "
-        "contains 0", combine(list(per.values())) if per else NOT_TESTABLE, setting,
-        {"per_model": per})
+    decl = DECLARATIONS[claim_id]
+    decision = claims.decide(decl, units)
+    numbers = {**(numbers or {}),
+               "per_model": {n: str(v) for n, (v, _) in decision.units.items()}}
+    return claims.make(decl, decision, ours=ours, setting=setting, numbers=numbers)
+
+
+def _finite(*values: float) -> bool:
+    return all(v is not None and np.isfinite(v) for v in values)
+
+
+def _iv(row, label: str) -> list[float]:
+    """[value, lo, hi] of `label` ("trained" or "untrained") in a `control_table` row (NaN where
+    the condition was not measured)."""
+    return [float(getattr(row, f"{label}{s}", np.nan)) for s in ("", "_lo", "_hi")]
+
+
+def _text(v: list[float]) -> str:
+    return f"{v[0]:.2f} [{v[1]:.2f}, {v[2]:.2f}]" if _finite(*v) else "not measured"
+
+
+def edge_units(table: pd.DataFrame) -> list:
+    """P1-A1: one unit per model with at least `EDGE_MIN_LAYERS` blocks. The primary is the edge
+    ratio's 95 % interval less the upper end of the untrained twin's (its excess over the
+    negative control's range, which must be above 0); the ratio itself is the secondary "edges
+    above the middle" (above 1). The control, the twin's own excess over its range, is at most 0
+    by construction: the calibrated threshold is the control."""
+    from layerlab.claims import Estimate, Unit
+
+    rows = table[(table["statistic"] == "edge_ratio") & (table["layers"] >= EDGE_MIN_LAYERS)]
+    if rows.empty:
+        return [Unit(name="no model", primary=None,
+                     precondition=f"no model with at least {EDGE_MIN_LAYERS} blocks")]
+    units = []
+    for r in rows.itertuples():
+        t, u = _iv(r, "trained"), _iv(r, "untrained")
+        if not _finite(*t):
+            units.append(Unit(name=r.model, primary=None,
+                              precondition="the edge ratio could not be measured"))
+            continue
+        if not _finite(*u):
+            units.append(Unit(name=r.model, primary=None,
+                              precondition="no untrained twin measured on the same windows"))
+            continue
+        top = u[2]
+        units.append(Unit(name=r.model, primary=Estimate(t[0] - top, t[1] - top, t[2] - top),
+                          control=Estimate(u[0] - top, u[1] - top, 0.0),
+                          secondary={"edges above the middle": Estimate(*t)}))
+    return units
+
+
+def assess_edges(table: pd.DataFrame, setting: str):
+    """P1-A1: only the first and last blocks rotate strongly — per model (≥ 8 blocks), the edge
+    ratio's interval above the untrained twin's 95 % range and above 1."""
+    rows = table[(table["statistic"] == "edge_ratio") & (table["layers"] >= EDGE_MIN_LAYERS)]
+    ours = "; ".join(
+        f"{r.model}: min(first, last)/middle {_text(_iv(r, 'trained'))}, untrained "
+        f"{_text(_iv(r, 'untrained'))}" for r in rows.itertuples()) or "no model with ≥ 8 blocks"
+    return _decided(
+        "P1-A1-edges-rotate", edge_units(table), ours=ours, setting=setting,
+        numbers={"edge_ratio": {r.model: {"trained": _iv(r, "trained"),
+                                          "untrained": _iv(r, "untrained")}
+                                for r in rows.itertuples()}})
 
 
 def family_monotone(losses: pd.DataFrame) -> dict[str, Any]:
@@ -486,70 +539,128 @@ def family_monotone(losses: pd.DataFrame) -> dict[str, Any]:
                          for d, r in by.iterrows()}}
 
 
-def assess_inverse_depth(slopes: dict[str, dict], monotone: dict[str, Any], setting: str):
-    """P1-A2: the middle-layer update ∝ 1/ℓ — an equivalence test of the family's slope against
-    −1 ± 0.3, judged only on a family whose loss falls with depth, against its untrained twin."""
-    from layerlab.claims import NOT_TESTABLE, Claim, against_control, equivalence
+def inverse_depth_unit(slopes: dict[str, dict], monotone: dict[str, Any]):
+    """P1-A2: one unit, the depth family: its trained slope with the untrained twins' slope as
+    the negative control; not testable where the family's loss does not fall with depth, where
+    no slope could be fitted, or where the slope's interval is wider than the band."""
+    from layerlab.claims import Estimate, Unit
+    from layerlab.depth.declarations import DECLARATIONS
 
-    t, u, d = slopes["trained"], slopes["untrained"], slopes["difference"]
-    trained = equivalence(t["slope"], t["lo"], t["hi"], SLOPE_TARGET, SLOPE_MARGIN)
-    control = equivalence(u["slope"], u["lo"], u["hi"], SLOPE_TARGET, SLOPE_MARGIN)
-    verdict = against_control(trained, control, d["lo"], d["hi"])
+    t, u = slopes["trained"], slopes["untrained"]
+    if not _finite(t["slope"], t["lo"], t["hi"]):
+        return Unit(name="depth family", primary=None,
+                    precondition="fewer than 3 family depths with a middle: no slope")
+    est = Estimate(t["slope"], t["lo"], t["hi"])
+    band = DECLARATIONS["P1-A2-update-inverse-depth"].band
+    pre = None
     if not monotone["monotone"]:
-        verdict = NOT_TESTABLE
-    return Claim(
-        "P1-A2-update-inverse-depth", "P1", CHAPTER,
-        "The middle-layer update shrinks as 1/ℓ across models of different depth",
-        "slope −1 (∝ 1/ℓ)",
-        f"slope {t['slope']:.2f} (95 % CI [{t['lo']:.2f}, {t['hi']:.2f}], {t['n']} members); "
-        f"untrained twins {u['slope']:.2f} [{u['lo']:.2f}, {u['hi']:.2f}]; trained − untrained "
-        f"{d['slope']:.2f} [{d['lo']:.2f}, {d['hi']:.2f}]"
-        + ("" if monotone["monotone"] else "; the family's loss does not fall with depth"),
-        "equivalence: the slope's 95 % CI inside −1 ± 0.3 (partly: only the point); judged only "
-        "when the family's seed-mean loss falls with depth (no step up beyond its standard error, "
-        "the deepest clearly below the shallowest); not diagnostic where the untrained family "
-        "passes too or the difference CI contains 0",
-        verdict, setting, {"slope": t, "untrained": u, "difference": d,
-                           "monotone": monotone["monotone"]})
+        pre = ("the family's seed-mean validation loss does not fall with depth beyond the seed "
+               "noise: depth buys nothing to explain")
+    elif t["hi"] - t["lo"] > band.hi - band.lo and band.test(est) != "fail":
+        pre = (f"the slope's 95 % interval [{t['lo']:.2f}, {t['hi']:.2f}] is wider than the band "
+               f"{band.text('.3g')}")
+    control = Estimate(u["slope"], u["lo"], u["hi"]) if _finite(u["slope"], u["lo"], u["hi"]) \
+        else None
+    return Unit(name="depth family", primary=est, precondition=pre, control=control)
 
 
-def assess_weak_correlation(table: pd.DataFrame, slopes: dict[str, dict], setting: str):
-    """P1-A3: consecutive updates weakly correlated — θ(Δh) large and not shrinking with ℓ."""
-    from layerlab.claims import NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED, Claim, against_control
-
-    rows = table[(table["statistic"] == "middle_theta_dh") & (table["layers"] >= 4)]
-
-    def rule(lo: float, slope_lo: float) -> str:
-        return REPRODUCED if lo >= LARGE_ANGLE and slope_lo > FLAT_SLOPE else NOT_REPRODUCED
-
+def assess_inverse_depth(slopes: dict[str, dict], monotone: dict[str, Any], setting: str):
+    """P1-A2: the middle-layer update ∝ 1/ℓ — the family's log–log slope against −1 (band
+    [−1.5, −0.5]), judged only on a family whose loss falls with depth, with its untrained twins
+    through the same band as the negative control."""
     t, u, d = slopes["trained"], slopes["untrained"], slopes["difference"]
-    if rows.empty or not np.isfinite(t["lo"]):
-        verdict = NOT_TESTABLE
-    else:
-        trained = rule(float(rows["trained_lo"].min()), t["lo"])
-        control = rule(float(rows["untrained_lo"].min()), u["lo"])
-        # the difference that matters is the angle's: the model whose interval of trained −
-        # untrained lies furthest from 0 (if even that one contains 0, training changed nothing)
-        gap = np.where(rows["diff_lo"] > 0, rows["diff_lo"],
-                       np.where(rows["diff_hi"] < 0, -rows["diff_hi"], 0.0))
-        far = rows.iloc[int(np.argmax(gap))]
-        verdict = against_control(trained, control, float(far["diff_lo"]), float(far["diff_hi"]))
-    return Claim(
-        "P1-A3-weak-update-correlation", "P1", CHAPTER,
-        "Consecutive updates are only weakly correlated: θ(Δh_l, Δh_{l+1}) is large in the middle "
-        "layers and does not shrink with depth (procedural assembly predicts ∝ 1/ℓ)",
-        "large, near π/2",
-        "; ".join(f"{r.model}: {r.trained:.2f} rad (untrained {r.untrained:.2f})"
-                  for r in rows.itertuples())
-        + f"; family slope {t['slope']:.2f} [{t['lo']:.2f}, {t['hi']:.2f}], untrained "
-          f"{u['slope']:.2f} [{u['lo']:.2f}, {u['hi']:.2f}]",
-        f"every model's 95 % interval of middle θ(Δh) ≥ {LARGE_ANGLE} rad and the family slope's "
-        f"CI above {FLAT_SLOPE}; not diagnostic where the untrained twins pass too",
-        verdict, setting, {"slope": t, "untrained_slope": u, "difference": d})
+    return _decided(
+        "P1-A2-update-inverse-depth", [inverse_depth_unit(slopes, monotone)],
+        ours=f"slope {t['slope']:.2f} (95 % CI [{t['lo']:.2f}, {t['hi']:.2f}], {t['n']} members); "
+             f"untrained twins {u['slope']:.2f} [{u['lo']:.2f}, {u['hi']:.2f}]; trained − "
+             f"untrained {d['slope']:.2f} [{d['lo']:.2f}, {d['hi']:.2f}]"
+             + ("" if monotone["monotone"] else "; the family's loss does not fall with depth"),
+        setting=setting,
+        numbers={"slope": t, "untrained": u, "difference": d, "monotone": monotone["monotone"]})
+
+
+POSITIVE_WIDTH, POSITIVE_SEQUENCES, POSITIVE_TOKENS, POSITIVE_SEED = 64, 16, 64, 0
+
+
+def smooth_stream(layers: int, *, width: int = POSITIVE_WIDTH,
+                  sequences: int = POSITIVE_SEQUENCES, tokens: int = POSITIVE_TOKENS,
+                  seed: int = POSITIVE_SEED) -> np.ndarray:
+    """P1-A3's positive control: per sequence, the middle θ(Δh_l, Δh_{l+1}) of a smooth residual
+    stream — `layers` Euler steps h_{l+1} = h_l + v(h_l)/ℓ of one smooth random vector field
+    v(h) = W₂ tanh(W₁ h) (procedural assembly: consecutive updates aligned by construction),
+    measured by `hidden.token_metrics` as the models are. Seeded; float32."""
+    gen = torch.Generator().manual_seed(seed)
+    w1 = torch.randn(width, width, generator=gen) / width ** 0.5
+    w2 = torch.randn(width, width, generator=gen) / width ** 0.5
+    out = []
+    for _ in range(sequences):
+        h = torch.randn(tokens, width, generator=gen)
+        states = [h]
+        for _ in range(layers):
+            h = h + torch.tanh(h @ w1.T) @ w2.T / layers
+            states.append(h)
+        theta_dh = hidden.token_metrics(torch.stack(states))["theta_dh"]
+        out.append(float(theta_dh[hidden.middle_pairs(layers)].mean()))
+    return np.array(out)
+
+
+def positive_estimate(layers: int, *, n: int = 2000):
+    """The smooth stream's middle θ(Δh) at `layers` blocks with the models' bootstrap (its mean
+    over sequences, the same resamples and percentiles as `control_table`)."""
+    from layerlab.claims import Estimate
+
+    values = smooth_stream(layers)
+    lo, hi = _interval(bootstrap_mean(values, n=n, seed=1))
+    return Estimate(float(values.mean()), lo, hi)
+
+
+def weak_correlation_units(table: pd.DataFrame, positive=None) -> list:
+    """P1-A3: one unit per model with at least `DH_MIN_LAYERS` blocks, its middle θ(Δh) with the
+    smooth stream of the same depth as the positive control (or `positive` for every unit)."""
+    from layerlab.claims import Estimate, Unit
+
+    rows = table[(table["statistic"] == "middle_theta_dh") & (table["layers"] >= DH_MIN_LAYERS)]
+    if rows.empty:
+        return [Unit(name="no model", primary=None,
+                     precondition=f"no model with at least {DH_MIN_LAYERS} blocks")]
+    controls: dict[int, Any] = {}
+    units = []
+    for r in rows.itertuples():
+        layers = int(r.layers)
+        if positive is None and layers not in controls:
+            controls[layers] = positive_estimate(layers)
+        t = _iv(r, "trained")
+        units.append(Unit(name=r.model, primary=Estimate(*t) if _finite(*t) else None,
+                          control=positive if positive is not None else controls[layers]))
+    return units
+
+
+def assess_weak_correlation(table: pd.DataFrame, slopes: dict[str, dict], setting: str, *,
+                            positive=None):
+    """P1-A3 (an absence claim): consecutive updates weakly correlated — per model (≥ 4 blocks)
+    the middle θ(Δh) inside [π/4, 3π/4], where a smooth residual stream (the positive control,
+    `smooth_stream`; `positive` overrides it for every unit) must fall outside. The untrained
+    twins and the family's slope of θ(Δh) on depth are shown beside, not deciding."""
+    rows = table[(table["statistic"] == "middle_theta_dh") & (table["layers"] >= DH_MIN_LAYERS)]
+    units = weak_correlation_units(table, positive)
+    pos = {u.name: u.control for u in units if u.control is not None}
+    t, u, d = slopes["trained"], slopes["untrained"], slopes["difference"]
+    ours = "; ".join(f"{r.model}: {_text(_iv(r, 'trained'))} rad (untrained "
+                     f"{_iv(r, 'untrained')[0]:.2f}; smooth stream {pos[r.model].point:.2f})"
+                     for r in rows.itertuples() if r.model in pos)
+    ours += (f"; family slope of θ(Δh) on ℓ {t['slope']:.2f} [{t['lo']:.2f}, {t['hi']:.2f}], "
+             f"untrained {u['slope']:.2f} [{u['lo']:.2f}, {u['hi']:.2f}] (procedural: −1)")
+    return _decided(
+        "P1-A3-weak-update-correlation", units, ours=ours.lstrip("; "), setting=setting,
+        numbers={"middle_theta_dh": {r.model: _iv(r, "trained") for r in rows.itertuples()},
+                 "untrained": {r.model: _iv(r, "untrained") for r in rows.itertuples()},
+                 "positive_control": {n: [e.point, e.lo, e.hi] for n, e in pos.items()},
+                 "slope": t, "untrained_slope": u, "difference": d})
 
 
 def assess(table: pd.DataFrame, slopes: dict[str, dict], dh_slopes: dict[str, dict],
            monotone: dict[str, Any], setting: str) -> list:
-    """Chapter 02's claims: each from its own function, each against its untrained control."""
+    """Chapter 02's geometry claims, each from its own function and decided by `claims.decide`
+    against its declaration (`layerlab.depth.declarations`)."""
     return [assess_edges(table, setting), assess_inverse_depth(slopes, monotone, setting),
             assess_weak_correlation(table, dh_slopes, setting)]

@@ -28,7 +28,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from layerlab import paper
+from layerlab import claims
+from layerlab.claims import Estimate, Unit
+from layerlab.depth.declarations import DECLARATIONS
 from layerlab.settings import ToyConfig, ToySettings
 
 WIDTH = 32
@@ -417,8 +419,10 @@ def local_slopes(depths, losses) -> list[dict[str, float]]:
 
 def alpha_table(runs: dict[str, dict[str, Any]]) -> "pd.DataFrame":
     """α_ℓ of every sweep at every evaluation step (the last row per sweep is the final one):
-    over the sweep's own depths (`alpha`), over the depths every sweep of its block type shares
-    (`alpha_common`, for comparing sweeps), and the deepest pair's local slope (`deep_slope`)."""
+    over the sweep's own depths (`alpha`, its least-squares SE `alpha_se` over `n_depths`
+    depths), over the depths every sweep of its block type shares (`alpha_common`,
+    `alpha_common_se` over `n_common` depths, for comparing sweeps), and the deepest pair's local
+    slope (`deep_slope`)."""
     import pandas as pd
 
     blocks = {r["config"].get("student_block", "euler") for r in runs.values()}
@@ -432,15 +436,17 @@ def alpha_table(runs: dict[str, dict[str, Any]]) -> "pd.DataFrame":
         keep = [run["depths"].index(d) for d in common]
         for point in run["curve"]:
             alpha, se = fit_alpha(run["depths"], point["test_loss"])
-            alpha_c = (fit_alpha(common, [point["test_loss"][i] for i in keep])[0]
-                       if len(common) > 1 else np.nan)
+            alpha_c, se_c = (fit_alpha(common, [point["test_loss"][i] for i in keep])
+                             if len(common) > 1 else (np.nan, np.nan))
             deep = local_slopes(run["depths"], point["test_loss"])[-1]["slope"]
             rows.append({"sweep": name, "teacher": cfg["teacher"], "objective": cfg["objective"],
                          "temperature": cfg["temperature"], "seed": cfg["seed"],
                          "block": cfg.get("student_block", "euler"),
                          "depths": f"{min(run['depths'])}–{max(run['depths'])}",
                          "step": point["step"], "alpha": alpha, "alpha_se": se,
-                         "alpha_common": alpha_c, "deep_slope": deep})
+                         "alpha_common": alpha_c, "alpha_common_se": se_c,
+                         "n_depths": len(run["depths"]), "n_common": len(common),
+                         "deep_slope": deep})
     return pd.DataFrame(rows)
 
 
@@ -488,11 +494,9 @@ def signatures(profile, cache=None, *, progress: bool = True) -> "pd.DataFrame":
     return pd.DataFrame([row for rows in out.values() for row in rows])
 
 
-# --- verdicts: one function per claim --------------------------------------------------------
+# --- verdicts: one function per claim, decided by `claims.decide` ------------------------------
 CHAPTER = "04_toy_depth_mechanisms"
-ENSEMBLE_BAND = (0.7, 1.3)  # research/paper1.md §8: α_ℓ ≈ 1
-STEEP = 2.0  # "well above 1": at least the Euler-error exponent
-MOVING = 0.01  # the least change of α between the last two evaluations that counts as moving
+MOVING = 0.01  # the least change of a statistic between the last two evaluations that counts as moving
 
 
 def _distance(value: float, band: tuple[float, float]) -> float:
@@ -501,41 +505,55 @@ def _distance(value: float, band: tuple[float, float]) -> float:
 
 
 def converging(history: list[float], band: tuple[float, float]) -> bool:
-    """Whether an exponent outside `band` is still moving toward it: its distance to the band
-    shrank by at least `MOVING` between the last two evaluations. Such a sweep's failure is
-    excused (not yet converged); one moving away, or standing still, is not."""
+    """Whether a statistic outside `band` is still moving toward it: its distance to the band
+    shrank by at least `MOVING` between the last two evaluations. Such a unit has not converged
+    as far as the verdict goes (more training could bring it in); one moving away, or standing
+    still, is taken as it stands."""
     if len(history) < 2 or _distance(history[-1], band) == 0:
         return False
     return _distance(history[-2], band) - _distance(history[-1], band) >= MOVING
 
 
-def judge_sweeps(checks: dict[str, bool], histories: dict[str, list[float]],
-                 band: tuple[float, float]) -> tuple[str, list[str]]:
-    """A verdict over sweeps with the convergence rule: a failing sweep whose α still moves
-    toward `band` is set aside (excused); the rest are judged (all pass → reproduced, some →
-    partly, none → not reproduced). With any sweep excused the verdict is at most partly, and
-    with every sweep excused it is not testable at this budget."""
-    from layerlab.claims import NOT_TESTABLE, PARTLY, REPRODUCED, judge
+def t_interval(point: float, se: float, df: float) -> Estimate | None:
+    """`point` ± the 97.5 % t quantile × `se` (None without a finite SE or a degree of freedom)."""
+    from scipy import stats
 
-    if not checks:
-        return NOT_TESTABLE, []
-    excused = sorted(s for s, ok in checks.items()
-                     if not ok and converging(histories.get(s, []), band))
-    rest = {s: ok for s, ok in checks.items() if s not in excused}
-    if not rest:
-        return NOT_TESTABLE, excused
-    verdict = judge(rest)
-    if excused and verdict == REPRODUCED:
-        verdict = PARTLY
-    return verdict, excused
+    if not (np.isfinite(point) and np.isfinite(se) and df >= 1):
+        return None
+    half = float(stats.t.ppf(0.975, df)) * float(se)
+    return Estimate(float(point), float(point) - half, float(point) + half)
+
+
+def mean_interval(values) -> Estimate | None:
+    """The mean with its t interval over independent values (None below two)."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if len(v) < 2:
+        return None
+    return t_interval(float(v.mean()), float(v.std(ddof=1) / math.sqrt(len(v))), len(v) - 1)
+
+
+def _alpha(r, *, common: bool = False) -> Estimate | None:
+    """A sweep's final α_ℓ (over its own depths, or the shared ones) with its t interval."""
+    if common:
+        return t_interval(r.alpha_common, r.alpha_common_se, r.n_common - 2)
+    return t_interval(r.alpha, r.alpha_se, r.n_depths - 2)
+
+
+def _difference(a, b) -> Estimate | None:
+    """α_ℓ(a) − α_ℓ(b) over the shared depths; the t interval of the difference of two
+    independent fits with the fewer degrees of freedom of the two."""
+    return t_interval(a.alpha_common - b.alpha_common,
+                      math.hypot(a.alpha_common_se, b.alpha_common_se),
+                      min(a.n_common, b.n_common) - 2)
 
 
 def _final(alphas: "pd.DataFrame") -> "pd.DataFrame":
     return alphas.sort_values("step").groupby("sweep").tail(1).set_index("sweep")
 
 
-def _histories(alphas: "pd.DataFrame") -> dict[str, list[float]]:
-    return {k: g.sort_values("step")["alpha"].tolist() for k, g in alphas.groupby("sweep")}
+def _history(alphas: "pd.DataFrame", sweep: str, column: str = "alpha") -> "pd.Series":
+    return alphas[alphas["sweep"] == sweep].sort_values("step").set_index("step")[column]
 
 
 def _select(final: "pd.DataFrame", **kw) -> "pd.DataFrame":
@@ -545,144 +563,185 @@ def _select(final: "pd.DataFrame", **kw) -> "pd.DataFrame":
     return sel
 
 
-def _fmt(sel: "pd.DataFrame") -> str:
-    return "; ".join(f"{s}: α {r.alpha:.2f} (deepest pair {r.deep_slope:.2f})"
-                     for s, r in sel.iterrows()) or "none"
+def _unconverged(history, band: claims.Band, what: str) -> str | None:
+    """The failed precondition of a unit whose statistic still moves toward the band."""
+    h = [float(x) for x in history]
+    if converging(h, (band.lo, band.hi)):
+        return (f"not converged: {what} {h[-2]:.2f} → {h[-1]:.2f} between the last two "
+                f"evaluations, still moving toward the band {band.text('.3g')}")
+    return None
 
 
-def _note(excused: list[str]) -> str:
-    return ("; set aside as still converging toward the band: " + ", ".join(excused)) if excused else ""
+def _no_interval(est: Estimate | None, what: str) -> str | None:
+    return None if est is not None else f"{what}: fewer than 3 student depths, no interval"
+
+
+def _sweep_unit(alphas: "pd.DataFrame", name: str, r, decl: claims.Declaration,
+                secondary: dict[str, Estimate] | None = None) -> Unit:
+    """One sweep as a unit: its final α_ℓ over its own depths, converged or not."""
+    est = _alpha(r)
+    pre = (_unconverged(_history(alphas, name), decl.band, "α_ℓ")
+           or _no_interval(est, "α_ℓ"))
+    return Unit(name=name, primary=est, precondition=pre, secondary=secondary or {})
+
+
+def _placeholder(what: str) -> Unit:
+    return Unit(name="no sweep", primary=None, precondition=f"no {what} in this grid")
+
+
+def _est(e: Estimate | None) -> str:
+    return "undefined" if e is None else f"{e.point:.2f} [{e.lo:.2f}, {e.hi:.2f}]"
+
+
+def _fmt(units: list[Unit], final: "pd.DataFrame") -> str:
+    """Each sweep's α_ℓ with its interval, deepest local slope and failed precondition."""
+    out = []
+    for u in units:
+        if u.name not in final.index:
+            out.append(f"{u.name}: {u.precondition}")
+            continue
+        text = f"{u.name}: α {_est(u.primary)} (deepest pair {final.loc[u.name, 'deep_slope']:.2f})"
+        out.append(text + (f" — {u.precondition}" if u.precondition else ""))
+    return "; ".join(out) or "none"
+
+
+def _numbers(units: list[Unit]) -> dict[str, Any]:
+    return {u.name: {"primary": None if u.primary is None else [u.primary.point, u.primary.lo,
+                                                                 u.primary.hi],
+                     "precondition": u.precondition,
+                     **{k: [e.point, e.lo, e.hi] for k, e in u.secondary.items()}}
+            for u in units}
+
+
+def _decided(claim_id: str, units: list[Unit], *, ours: str, setting: str,
+             numbers: dict | None = None) -> claims.Claim:
+    decl = DECLARATIONS[claim_id]
+    return claims.make(decl, claims.decide(decl, units), ours=ours, setting=setting,
+                       numbers=numbers)
 
 
 def assess_independent(alphas: "pd.DataFrame", setting: str):
-    """P1-D1: every independent-teacher sweep (KL at every T, and MSE) gives α_ℓ ≈ 1, over all
-    depths and at the deepest pair."""
-    from layerlab.claims import Claim
-
+    """P1-D1: every independent-teacher sweep (KL at every T, and MSE), one unit each: its final
+    α_ℓ's t interval against the ensemble band; a sweep outside the band still moving toward it
+    has not converged (not testable)."""
+    decl = DECLARATIONS["P1-D1-independent-teacher"]
     final = _final(alphas)
     ind = _select(final, teacher="independent")
-    checks = {s: bool(ENSEMBLE_BAND[0] <= r.alpha <= ENSEMBLE_BAND[1]
-                      and ENSEMBLE_BAND[0] <= r.deep_slope <= ENSEMBLE_BAND[1])
-              for s, r in ind.iterrows()}
-    verdict, excused = judge_sweeps(checks, _histories(alphas), ENSEMBLE_BAND)
-    return Claim("P1-D1-independent-teacher", "P1", CHAPTER,
-                 "An independent-layer teacher gives α_ℓ ≈ 1 (ensemble averaging), at any "
-                 "temperature", f"≈ {paper.P1_TOY_INDEPENDENT_ALPHA.value:g}",
-                 _fmt(ind) + _note(excused),
-                 "every independent sweep's α_ℓ and its deepest local slope within 0.7–1.3; a "
-                 "failing sweep whose α still moves toward the band is set aside (then at most "
-                 "partly)", verdict, setting, {"excused": excused, "checks": checks})
+    units = [_sweep_unit(alphas, s, r, decl) for s, r in ind.iterrows()]
+    return _decided(decl.id, units or [_placeholder("independent-teacher sweep")],
+                    ours=_fmt(units, final), setting=setting, numbers=_numbers(units))
 
 
 def assess_tied_steep(alphas: "pd.DataFrame", setting: str):
-    """P1-D2: the tied teacher at the highest temperature gives α_ℓ ≥ 2, above the independent
-    teacher's at that temperature."""
-    from layerlab.claims import Claim
-
+    """P1-D2: every tied KL sweep at the highest temperature, one unit each: α_ℓ against ≥ 2,
+    and (secondary) steeper than the independent sweep of the same temperature and seed."""
+    decl = DECLARATIONS["P1-D2-tied-teacher-steep"]
     final = _final(alphas)
     kl = _select(final, objective="kl")
     hot = float(kl["temperature"].max()) if len(kl) else np.nan
-    tied, ind = _select(kl, teacher="tied", temperature=hot), _select(kl, teacher="independent",
-                                                                       temperature=hot)
-    checks = {s: bool(r.alpha >= STEEP and r.deep_slope >= STEEP and len(ind)
-                      and r.alpha > ind["alpha"].mean()) for s, r in tied.iterrows()}
-    verdict, excused = judge_sweeps(checks, _histories(alphas), (STEEP, np.inf))
-    return Claim("P1-D2-tied-teacher-steep", "P1", CHAPTER,
-                 "A weight-tied (smooth) teacher at high temperature, trained to convergence, gives "
-                 f"α_ℓ well above 1 (≈ {paper.P1_TOY_TIED_ALPHA.value:g})",
-                 f"≈ {paper.P1_TOY_TIED_ALPHA.value:g} (at least clearly above 2)",
-                 f"T = {hot:g}, tied: {_fmt(tied)}; independent: {_fmt(ind)}" + _note(excused),
-                 "every tied sweep at the highest T: α_ℓ and its deepest local slope ≥ 2, and α_ℓ "
-                 "above the independent teacher's mean at that T; a failing sweep whose α still "
-                 "rises toward 2 is set aside (then at most partly)", verdict, setting,
-                 {"excused": excused, "checks": checks})
+    tied, ind = (_select(kl, teacher=t, temperature=hot) for t in ("tied", "independent"))
+    units = []
+    for s, r in tied.iterrows():
+        twin = ind[ind["seed"] == r.seed]
+        diff = _difference(r, twin.iloc[0]) if len(twin) else None
+        units.append(_sweep_unit(alphas, s, r, decl,
+                                 {"steeper than independent": diff} if diff else None))
+    diffs = "; ".join(f"{u.name} − independent {_est(u.secondary.get('steeper than independent'))}"
+                      for u in units)
+    return _decided(decl.id, units or [_placeholder(f"tied KL sweep at T = {hot:g}")],
+                    ours=f"T = {hot:g}, tied: {_fmt(units, final)}; independent: "
+                         + "; ".join(f"{s}: α {_est(_alpha(r))}" for s, r in ind.iterrows())
+                         + f"; over the shared depths: {diffs or 'none'}",
+                    setting=setting, numbers={"temperature": hot, **_numbers(units)})
 
 
 def assess_tied_cold(alphas: "pd.DataFrame", setting: str):
-    """P1-D3: at the lowest temperature the tied teacher also gives α_ℓ ≈ 1."""
-    from layerlab.claims import Claim
-
+    """P1-D3: every tied KL sweep at the lowest temperature, one unit each, against the ensemble
+    band."""
+    decl = DECLARATIONS["P1-D3-tied-cold"]
     final = _final(alphas)
     kl = _select(final, objective="kl")
     cold = float(kl["temperature"].min()) if len(kl) else np.nan
     tied = _select(kl, teacher="tied", temperature=cold)
-    checks = {s: bool(ENSEMBLE_BAND[0] <= r.alpha <= ENSEMBLE_BAND[1]) for s, r in tied.iterrows()}
-    verdict, excused = judge_sweeps(checks, _histories(alphas), ENSEMBLE_BAND)
-    return Claim("P1-D3-tied-cold", "P1", CHAPTER,
-                 "At low temperature the tied teacher also gives α_ℓ ≈ 1", "≈ 1",
-                 f"T = {cold:g}: {_fmt(tied)}" + _note(excused),
-                 "every tied sweep at the lowest T within 0.7–1.3 (convergence rule as above)",
-                 verdict, setting, {"excused": excused, "checks": checks})
+    units = [_sweep_unit(alphas, s, r, decl) for s, r in tied.iterrows()]
+    return _decided(decl.id, units or [_placeholder(f"tied KL sweep at T = {cold:g}")],
+                    ours=f"T = {cold:g}: {_fmt(units, final)}", setting=setting,
+                    numbers={"temperature": cold, **_numbers(units)})
 
 
 def assess_mse(alphas: "pd.DataFrame", setting: str):
-    """P1-D4: with an MSE objective the independent teacher gives α_ℓ ≈ 1 and the tied teacher
-    a steeper one (compared over the depths every sweep shares)."""
-    from layerlab.claims import NOT_TESTABLE, Claim
-
+    """P1-D4: per teacher seed, the tied minus the independent MSE sweep's α_ℓ over the shared
+    depths against the 'steeper' band, with the independent α_ℓ ≈ 1 as secondary; a pair whose
+    difference or independent α_ℓ still moves toward its band has not converged."""
+    decl = DECLARATIONS["P1-D4-mse-ordering"]
+    ensemble = decl.secondary[0].band
     final = _final(alphas)
     ind, tied = (_select(final, objective="mse", teacher=t) for t in ("independent", "tied"))
-    checks = {**{s: bool(ENSEMBLE_BAND[0] <= r.alpha <= ENSEMBLE_BAND[1]) for s, r in ind.iterrows()},
-              "tied_steeper": bool(len(tied) and len(ind)
-                                   and tied["alpha_common"].mean() > ind["alpha_common"].mean())}
-    verdict, excused = judge_sweeps(checks, _histories(alphas), ENSEMBLE_BAND)
-    if not len(ind):
-        verdict = NOT_TESTABLE
-    return Claim("P1-D4-mse-ordering", "P1", CHAPTER,
-                 "With an MSE objective the independent teacher gives α_ℓ ≈ 1 and the tied teacher "
-                 "a steeper exponent", "independent ≈ 1 < tied",
-                 f"independent {_fmt(ind)}; tied {_fmt(tied)}" + _note(excused),
-                 "every independent MSE sweep within 0.7–1.3, and the tied sweeps' mean α_ℓ over "
-                 "the shared depths above the independent ones'", verdict, setting,
-                 {"excused": excused, "checks": checks})
-
-
-SIGNATURE_GAP = 0.2  # rad: tied students' θ(Δh) below the independent students' by at least this
+    units = []
+    for seed in sorted(set(ind["seed"]) | set(tied["seed"])):
+        i, t = ind[ind["seed"] == seed], tied[tied["seed"] == seed]
+        name = f"seed {seed}"
+        if not (len(i) and len(t)):
+            units.append(Unit(name=name, primary=None, precondition="no tied and independent "
+                                                                    "MSE pair for this seed"))
+            continue
+        (si, ri), (st, rt) = next(i.iterrows()), next(t.iterrows())
+        diff, alpha = _difference(rt, ri), _alpha(ri)
+        gap = (_history(alphas, st, "alpha_common") - _history(alphas, si, "alpha_common")).dropna()
+        pre = (_unconverged(gap, decl.band, f"α_ℓ({st}) − α_ℓ({si})")
+               or _unconverged(_history(alphas, si), ensemble, f"α_ℓ({si})")
+               or _no_interval(diff, "the difference"))
+        units.append(Unit(name=name, primary=diff, precondition=pre,
+                          secondary={"independent ≈ 1": alpha} if alpha else {}))
+    ours = "; ".join(
+        f"{u.name}: tied − independent {_est(u.primary)}, independent α "
+        f"{_est(u.secondary.get('independent ≈ 1'))}"
+        + (f" — {u.precondition}" if u.precondition else "") for u in units)
+    sweeps = {t: _fmt([Unit(name=s, primary=_alpha(r)) for s, r in sel.iterrows()], final)
+              for t, sel in (("independent", ind), ("tied", tied))}
+    return _decided(decl.id, units or [_placeholder("MSE sweep")],
+                    ours=f"{ours or 'none'}; sweeps over their own depths: independent "
+                         f"{sweeps['independent']}; tied {sweeps['tied']}",
+                    setting=setting, numbers=_numbers(units))
 
 
 def assess_signatures(sig: "pd.DataFrame", control: "pd.DataFrame", setting: str):
-    """P1-D5: students of the independent teacher show the LLM signature (weakly correlated
-    updates, θ(Δh) ≥ 1 rad), students of the tied teacher aligned updates. The tied students are
-    the positive control: if their angle is not clearly smaller, the signature cannot tell the
-    mechanisms apart here; and an angle untrained students show as well is not diagnostic."""
-    from layerlab.claims import (
-        NOT_DIAGNOSTIC,
-        NOT_REPRODUCED,
-        NOT_TESTABLE,
-        REPRODUCED,
-        Claim,
-    )
-
+    """P1-D5, an absence claim (no alignment of consecutive updates): the independent teacher's
+    students' mean middle θ(Δh) with its t interval over students against [π/4, 3π/4]; the
+    positive control is the tied teacher itself (a smooth flow, aligned updates), which the band
+    must reject; the tied students aligning theirs is the secondary. `control` (students at
+    default initialisation) is shown beside, not deciding."""
+    decl = DECLARATIONS["P1-D5-student-signatures"]
     students = sig[sig["network"].str.startswith("student")]
     ind = students[students["teacher"] == "independent"]["middle_theta_dh"]
     tied = students[students["teacher"] == "tied"]["middle_theta_dh"]
+    teacher = sig[sig["network"].str.startswith("teacher") & (sig["teacher"] == "tied")]
     init = control["middle_theta_dh"]
-    discriminates = bool(len(ind) and len(tied) and tied.mean() <= ind.mean() - SIGNATURE_GAP)
-    large = bool(len(ind) and ind.min() >= 1.0)
-    init_large = bool(len(init) and init.min() >= 1.0)
-    if not discriminates:
-        verdict = NOT_TESTABLE
-    elif large and init_large:
-        verdict = NOT_DIAGNOSTIC
-    else:
-        verdict = REPRODUCED if large else NOT_REPRODUCED
-    return Claim("P1-D5-student-signatures", "P1", CHAPTER,
-                 "Students of the independent teacher share the LLMs' signature (weakly "
-                 "correlated consecutive updates); students of the tied teacher align theirs",
-                 "independent: large θ(Δh); tied: small (App. C, §5.4)",
-                 f"middle θ(Δh): independent students {ind.min():.2f}–{ind.max():.2f} rad, tied "
-                 f"students {tied.min():.2f}–{tied.max():.2f} rad, untrained students "
-                 f"{init.min():.2f}–{init.max():.2f} rad",
-                 f"the tied students' mean at least {SIGNATURE_GAP} rad below the independent "
-                 "ones' (else the signature cannot discriminate: not testable at this budget); "
-                 "independent students ≥ 1 rad; not diagnostic when untrained students are ≥ 1 "
-                 "rad too", verdict, setting,
-                 {"independent": ind.tolist(), "tied": tied.tolist(), "untrained": init.tolist()})
+    primary, aligned = mean_interval(ind), mean_interval(tied)
+    flow = (Estimate.exact(float(teacher["middle_theta_dh"].iloc[0])) if len(teacher) else None)
+    unit = Unit(name="signature runs", primary=primary,
+                precondition=None if primary is not None else
+                f"{len(ind)} trained independent-teacher student(s) with ≥ 4 blocks: no interval",
+                control=flow, secondary={"tied students align": aligned} if aligned else {})
+
+    def span(v) -> str:
+        return f"{v.min():.2f}–{v.max():.2f}" if len(v) else "none"
+
+    return _decided(
+        decl.id, [unit],
+        ours=f"middle θ(Δh): independent students {_est(primary)} rad (range {span(ind)}), tied "
+             f"students {_est(aligned)} (range {span(tied)}); positive control, the tied "
+             f"teacher: {'not measured' if flow is None else f'{flow.point:.3f}'} rad; untrained "
+             f"students (beside) {span(init)} rad",
+        setting=setting,
+        numbers={"independent": ind.tolist(), "tied": tied.tolist(), "untrained": init.tolist(),
+                 "tied_teacher": None if flow is None else flow.point})
 
 
 def assess(alphas: "pd.DataFrame", sig: "pd.DataFrame", control: "pd.DataFrame",
            setting: str) -> list:
-    """Chapter 04's claims, each from its own function."""
+    """Chapter 04's claims, each from its own function, decided by `claims.decide` against its
+    declaration (`layerlab.depth.declarations`)."""
     return [assess_independent(alphas, setting), assess_tied_steep(alphas, setting),
             assess_tied_cold(alphas, setting), assess_mse(alphas, setting),
             assess_signatures(sig, control, setting)]

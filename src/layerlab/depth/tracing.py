@@ -243,27 +243,35 @@ def summary(traces_by_model: dict[str, list[dict[str, Any]]], threshold: float) 
 
 
 def assess(traces_by_model: dict[str, list[dict[str, Any]]], setting: str):
-    """P1 Fig. 6's number: Pythia-12b knows the Space Needle fact (p_clean 0.361, the smaller
-    Pythias ≈ 0.01). Testable only where the profile traces the Pythia suite."""
-    from layerlab import paper
-    from layerlab.claims import NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED, Claim
+    """P1 Fig. 6's number: only Pythia-12b knows the Space Needle fact (clean p 0.361, the
+    smaller Pythias ≈ 0.01) — Pythia-12b's clean p against a band halfway to the smaller ones',
+    the largest of the smaller Pythias' below that halfway point (the secondary). Testable only
+    where the profile traces Pythia-12b and a smaller Pythia. One prompt, one forward pass: the
+    probabilities are taken exact."""
+    from layerlab import claims, paper
+    from layerlab.depth.declarations import DECLARATIONS
 
     reported = paper.P1_TRACE_P_CLEAN.value
-    ours = {name: next(t["p_clean"] for t in traces if t["subject"] == "The Space Needle")
-            for name, traces in traces_by_model.items()}
-    shared = sorted(set(ours) & set(reported))
     big = "EleutherAI/pythia-12b"
-    if big in ours:
-        # research/paper1.md §8: 0.3–0.4 for Pythia-12b; the smaller ones far below
-        ok = 0.3 <= ours[big] <= 0.4 and all(ours[n] < 0.1 for n in shared if n != big)
-        verdict = REPRODUCED if ok else NOT_REPRODUCED
+    ours = {name: next(t["p_clean"] for t in traces if t["subject"] == "The Space Needle")
+            for name, traces in traces_by_model.items()
+            if any(t["subject"] == "The Space Needle" for t in traces)}
+    smaller = {n: v for n, v in ours.items() if n in reported and n != big}
+    if big not in ours:
+        unit = claims.Unit(name="Pythia suite", primary=None,
+                           precondition="the profile does not trace Pythia-12b (only the gpu "
+                                        "profile loads the Pythia suite)")
+    elif not smaller:
+        unit = claims.Unit(name="Pythia suite", primary=claims.Estimate.exact(ours[big]),
+                           precondition="no smaller Pythia traced beside Pythia-12b")
     else:
-        verdict = NOT_TESTABLE
-    return Claim(
-        "P1-E1-causal-trace", "P1", "02_hidden_state_geometry",
-        "Causal tracing of 'The Space Needle is in downtown Seattle': only Pythia-12b knows the "
-        "fact (clean p(' Seattle') 0.36; the smaller Pythias ≈ 0.01)",
-        ", ".join(f"{n.split('/')[-1]} {v:.3f}" for n, v in reported.items()),
-        ", ".join(f"{n.split('/')[-1]} {v:.3f}" for n, v in ours.items()),
-        "Pythia-12b's clean p within 0.3–0.4 and every smaller Pythia below 0.1 (only where the "
-        "profile runs the Pythia suite)", verdict, setting, {"p_clean_space_needle": ours})
+        unit = claims.Unit(name="Pythia suite", primary=claims.Estimate.exact(ours[big]),
+                           secondary={"smaller Pythias":
+                                      claims.Estimate.exact(max(smaller.values()))})
+    decl = DECLARATIONS["P1-E1-causal-trace"]
+    return claims.make(
+        decl, claims.decide(decl, [unit]),
+        ours=", ".join(f"{n.split('/')[-1]} {v:.3f}" for n, v in ours.items()) or "not traced",
+        setting=setting,
+        numbers={"p_clean_space_needle": ours,
+                 "paper": {n.split("/")[-1]: v for n, v in reported.items()}})
