@@ -259,6 +259,10 @@ for name, found in traces.items():
 
 # %% [markdown]
 # ## Verdict
+#
+# Each claim was declared before its numbers were read and is decided by the one procedure of
+# [How the verdicts are decided](../decisions.md): the table gives its band and control and the
+# step that decided it; that page quotes the paper and gives the reason for each band.
 
 # %%
 setting = (f"profile {profile.name}: " + ", ".join(geometry.model_names(profile))

@@ -19,8 +19,10 @@
 # through the layers shows two clusters: a bulk of **≈99.6 %** of tokens that the middle layers
 # update by small, even steps, and a small minority that "stops early" (paper reported). The bulk
 # is the evidence that ensemble averaging, not compositional assembly with early exits, describes
-# almost every token. We judge the claim in two parts: the **number**, and its **meaning** — that
-# the minority are early-stopping tokens rather than, say, the first position of every text.
+# almost every token. We judge the **number** (the bulk fraction, resampled by window, in a band
+# of the same order) and its **meaning** as secondaries — that the minority has stopped early a
+# quarter of the way in while the bulk is still moving evenly — against a control that keeps
+# every token's values but shuffles its layer order; the position-0 share is shown beside.
 #
 # **What is unknown.** The paper's PCA code, its features and its cluster rule are not public.
 # We implement the documented candidates and report all of them rather than picking the one that
@@ -152,6 +154,10 @@ plots.bulk_vs_context(context)
 
 # %% [markdown]
 # ## Verdict
+#
+# Each claim was declared before its numbers were read and is decided by the one procedure of
+# [How the verdicts are decided](../decisions.md): the table gives its band and control and the
+# step that decided it; that page quotes the paper and gives the reason for each band.
 
 # %%
 setting = (f"profile {profile.name}: profile samples of " + ", ".join(names)
@@ -167,8 +173,10 @@ claims.record(chapter_claims, profile.name)
 #   Our windows are 512 tokens, P1's documents 1,024, so position 0 is twice as common here.
 # - **Features and rule**: unknown in the paper; all candidates are reported, the primary one
 #   fixed before looking at the results.
-# - **Sampling**: a seeded uniform sample of tokens instead of all tokens; the fraction's
-#   sampling error is about √(p(1−p)/n).
+# - **Sampling**: a seeded uniform sample of tokens instead of all tokens; the interval is a
+#   bootstrap over windows (the minority is about one token per window, so tokens are not
+#   independent). On the `cpu` profile the windows are consecutive cuts of one Wikipedia text,
+#   so they share articles and the interval is narrower than an article-level one.
 
 # %% [markdown]
 # ## Provenance

@@ -191,14 +191,16 @@ setting = (f"profile {profile.name}: teacher depth {spec.teacher_depth}, student
 claims.record(toy.assess(alphas, sig, untrained, setting), profile.name)
 
 # %% [markdown]
+# Each claim was declared before its numbers were read and is decided by the one procedure of
+# [How the verdicts are decided](../decisions.md): the table gives its band and control and the
+# step that decided it; that page quotes the paper and gives the reason for each band.
+#
 # **Reading the verdicts.** The `cpu` sweeps are short (12k steps at batch 256, against the
 # paper's 40k–80k at batch 1024) and shallow (students of 2–32 blocks against 6–48). The
-# α-against-steps chart shows whether an exponent is still moving when training stops. The
-# convergence rule is narrow: a sweep that *fails* its check and whose α moved toward the target
-# band between the last two evaluations is set aside as not yet converged (named in the
-# verdict), and a claim with a sweep set aside is at most *partly* reproduced; a sweep that stands
-# still or moves away counts as a failure. The `gpu` profile runs the paper's scale to settle
-# the values.
+# α-against-steps chart shows whether an exponent is still moving when training stops. Each
+# sweep is one unit: a sweep outside its band and still moving toward it between the last two
+# evaluations has not converged, a failed precondition of that unit (*not testable at this
+# budget*, named in the table). The `gpu` profile runs the paper's scale to settle the values.
 
 # %% [markdown]
 # ## The paper's grid on a GPU

@@ -80,7 +80,7 @@ from layerlab.book import plots
 
 profile = profiles.setup(seed=0)
 lab = Lab(profile)
-result = importance.run(lab)  # cached layer by layer: a rerun resumes where it stopped
+result = importance.run(lab, untrained=True)  # and the untrained twin's map (the control)
 table, L = result["table"], lab.n_layers
 print(f"profile {profile.name}; model {lab.model_name} ({L} layers)")
 print(importance.base_line(result["bases"]))
@@ -186,13 +186,12 @@ points = importance.anchor_points(table, result["similarity"], "E1", L)
 # %% [markdown]
 # ## Verdict
 #
-# Rules, fixed before looking: **core** — peak at L11, at least three of L8–11 classed core and
-# no core layer outside L7–12, on both sets, under neighbour averaging *and* under removal
-# (reproduced); under neighbour averaging only (partly: the operation carries it); otherwise not
-# reproduced. **Peak size** and **range** — the bootstrap interval inside the paper's band
-# (a factor of 10; 10^6–10^8), not reproduced when it misses it, not testable when it straddles
-# an edge. **Anti-layers** — each CI below 0 on each set; one above 0 fails the claim.
-# **I/O** — L1–2 and at least four of L23–28 classed I/O on both sets.
+# Each claim was declared before its numbers were read and is decided by the one procedure of
+# [How the verdicts are decided](../decisions.md): the table gives its band and control and the
+# step that decided it; that page quotes the paper and gives the reason for each band.
+# The layer claims' negative control is the untrained twin's map (the same model at random
+# initialisation, the same operations), measured on the sets cheap enough for per-layer sweeps
+# (E0 on the `cpu` profile); a set without it leaves that unit's control unmeasured.
 
 # %%
 setting = (f"profile {profile.name}: {lab.model_name}, float32; E0 = our 10 sentences, "

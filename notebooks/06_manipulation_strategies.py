@@ -181,11 +181,9 @@ gens.pivot(index="condition", columns="prompt", values="text")
 # %% [markdown]
 # ## Verdict
 #
-# Rules: **only scaling** — at face value on S jointly (scale ×0.9's CI below 30 %, every other
-# strategy's CI above 100 % on both sets, and the scaled model's generations keep ≥ 90 % of the
-# unedited distinct-2), else not reproduced; then, at matched size, reproduced if the others still
-# harm, partly if they are benign too (the size, not the strategy). **Magnitudes** — scale ×0.9's CI
-# inside +19 % ± 20 points and the worst other's above 10^5 %, on both sets.
+# Each claim was declared before its numbers were read and is decided by the one procedure of
+# [How the verdicts are decided](../decisions.md): the table gives its band and control and the
+# step that decided it; that page quotes the paper and gives the reason for each band.
 
 # %%
 setting = (f"profile {profile.name}: {lab.model_name}, float32; E0 = our 10 sentences, "

@@ -111,8 +111,9 @@ print(recovery.anti_layer_summary(result["table"]))
 # same fine-tuning on the same batches with no noise (column "reference"). The "no damage" rows
 # are that control's own steps and area against base: what "healing" the same procedure reports
 # when there is nothing to heal. A profile that controls only some runs (the `cpu` profile: the
-# named layers' first seed, each a full 300 steps) judges against base and shows the control
-# beside, in the table after this one.
+# named layers L8, L11, L14 and L17, each a full 300 steps) judges the steps claim against the
+# control, and the importance claim (which needs every layer's twin) against base, with the
+# control beside in the table after this one.
 
 # %%
 corr = recovery.correlate(result["table"], imap, cfg, curves=result["curves"],

@@ -137,18 +137,20 @@ def test_the_declarations_cover_every_spec_claim():
 
 HELPERS = ("judge", "strict", "combine", "all_hold", "equivalence", "interval_rule",
            "against_control", "interval_excludes")
-# Modules whose claims still combine evidence with the old helpers (issue 26, in progress):
-# this list only shrinks; a module converted to `decide` leaves it, and no new one may join.
-NOT_YET_DECIDED = {"report/rules.py"}
 
 
-def test_no_module_but_claims_combines_verdicts():
+def test_the_one_decision_is_the_only_way_to_combine_verdicts():
+    """The seven old combination helpers are gone, and no module defines or calls one again."""
     import re
 
+    assert not [h for h in HELPERS if hasattr(claims, h)]
     used = re.compile(r"\b(" + "|".join(HELPERS) + r")\(")
     root = Path(claims.__file__).parent
     users = {str(py.relative_to(root)) for py in root.rglob("*.py")
-             if py.name != "claims.py" and "claims" in (text := py.read_text(encoding="utf-8"))
-             and used.search(text)}
-    assert users == NOT_YET_DECIDED
-    assert not [m for m in (root / m for m in NOT_YET_DECIDED) if not m.is_file()]
+             if used.search(py.read_text(encoding="utf-8"))}
+    assert users == set()
+
+
+def test_a_claim_is_built_by_keyword_only():
+    with pytest.raises(TypeError):
+        claims.Claim("P1-X1", "P1", "ch", "s", "1", "1", "r", "reproduced", "set")  # noqa

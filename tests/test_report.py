@@ -18,10 +18,10 @@ from layerlab.report import ReportError, build, diagnostics, rules
 from layerlab.settings import REPORT_QUICK
 
 SMALL = REPORT_QUICK.shrunk()
-IDS = {"P1-edges", "P1-weak-update-correlation", "P1-no-early-stopping", "P1-bulk-fraction",
-       "P2-critical-core", "P2-anti-layers", "P2-delta-correlation", "P2-ridge", "P2-scale-0.9"}
-R, P, N = claims.REPRODUCED, claims.PARTLY, claims.NOT_REPRODUCED
-T, D = claims.NOT_TESTABLE, claims.NOT_DIAGNOSTIC
+IDS = set(rules.DECLARATIONS)  # each row is a book claim asked of one model
+# the report words the one decision's verdicts as signatures of one model
+R, P, N = (rules.SIGNATURE[v] for v in (claims.REPRODUCED, claims.PARTLY, claims.NOT_REPRODUCED))
+T, D = rules.SIGNATURE[claims.NOT_TESTABLE], rules.SIGNATURE[claims.NOT_DIAGNOSTIC]
 
 
 class _Loads(HTMLParser):
@@ -42,7 +42,7 @@ class _Loads(HTMLParser):
 def _check_report(folder: Path, n_layers: int) -> dict:
     report = json.loads((folder / "report.json").read_text())
     assert {r["id"] for r in report["summary"]} == IDS
-    assert all(r["verdict"] in claims.VERDICTS for r in report["summary"])
+    assert all(r["verdict"] in rules.SIGNATURE.values() for r in report["summary"])
     assert len(report["p1"]["per_layer"]["trained"]["hf"]["theta"]) == n_layers
     assert len(report["p2"]["importance"]) == 2 * n_layers
     assert np.isfinite(report["p2"]["base_ppl"])
@@ -93,11 +93,13 @@ def test_an_interrupted_report_resumes_and_writes_nothing_half_done(tmp_path, mo
     monkeypatch.undo()
     monkeypatch.setattr(Evaluator, "evaluate", counting)
     resumed = build("tiny-llama", tmp_path / "r", settings=SMALL, progress=False)
-    assert calls["n"] - first == len(SMALL.alphas)  # only the sweep ran again
+    # only the sweep ran again, then the untrained twin's control: its map and its ×0.9
+    after = len(SMALL.alphas) + 2 * 4 + 1
+    assert calls["n"] - first == after
     _check_report(tmp_path / "r", 4)
     # served wholly from the cache, the report still says what its steps cost when computed
     again = build("tiny-llama", tmp_path / "r", settings=SMALL, progress=False)
-    assert calls["n"] - first == len(SMALL.alphas)
+    assert calls["n"] - first == after
     cost = again["provenance"]
     assert cost["untimed_steps"] == 0 and cost["compute_seconds"] > 0
     assert cost["compute_seconds"] == pytest.approx(resumed["provenance"]["compute_seconds"], abs=0.2)
@@ -154,36 +156,59 @@ def test_your_own_text_without_sentences_is_cut_into_pieces(tmp_path):
     assert report["text"]["source"].endswith("code.py")
 
 
-# -- the summary rules: one input that passes, one that fails ------------------------------------
-def _control(stat, trained_lo, untrained_lo, diff=(0.2, 0.5), trained=None):
-    return pd.DataFrame([{"statistic": stat, "trained": trained or trained_lo + 0.1,
-                          "trained_lo": trained_lo, "trained_hi": trained_lo + 0.2,
-                          "untrained": untrained_lo + 0.1, "untrained_lo": untrained_lo,
-                          "untrained_hi": untrained_lo + 0.2, "diff_lo": diff[0],
-                          "diff_hi": diff[1]}])
+# -- the summary rules: one input that passes, one that fails, one whose control passes too ------
+def _control(stat, trained_lo, untrained_lo, layers=12, width=0.2):
+    return pd.DataFrame([{"model": "model", "statistic": stat, "layers": layers,
+                          "trained": trained_lo + width / 2, "trained_lo": trained_lo,
+                          "trained_hi": trained_lo + width, "untrained": untrained_lo + 0.1,
+                          "untrained_lo": untrained_lo, "untrained_hi": untrained_lo + 0.2}])
+
+
+def test_every_report_row_restates_a_declared_book_claim_for_one_model():
+    from layerlab.anatomy.declarations import DECLARATIONS as P2D
+    from layerlab.depth.declarations import DECLARATIONS as P1D
+
+    for cid, decl in rules.DECLARATIONS.items():
+        book = {**P1D, **P2D}[cid]
+        assert decl.scope == rules.ONE_MODEL and decl.statement == book.statement
+        assert decl.kind == claims.Kind.NUMBER or decl.control  # always a control
+    # the same band wherever the report measures the book's own statistic
+    for cid in ("P1-A1-edges-rotate", "P1-A3-weak-update-correlation", "P1-B1-bulk-fraction",
+                "P2-C1-core", "P2-C1-anti-layers", "P2-C3-oscillation", "P2-C4-only-scaling"):
+        assert rules.DECLARATIONS[cid].band == {**P1D, **P2D}[cid].band
+    r = rules.edges(_control("edge_ratio", 2.0, 1.0), 12)
+    assert r["book claim"] == "P1-A1-edges-rotate" and r["rule"] and r["decided by"]
 
 
 def test_edges_rule():
+    # the trained ratio above the twin's 95 % range and above 1
     assert rules.edges(_control("edge_ratio", 2.0, 1.0), 12)["verdict"] == R
-    assert rules.edges(_control("edge_ratio", 1.1, 1.0), 12)["verdict"] == N
-    assert rules.edges(_control("edge_ratio", 2.0, 1.8), 12)["verdict"] == D
+    assert rules.edges(_control("edge_ratio", 0.5, 1.0), 12)["verdict"] == N
+    assert rules.edges(_control("edge_ratio", 1.1, 1.0), 12)["verdict"] == T  # straddles its range
     assert rules.edges(_control("edge_ratio", 2.0, 1.0), 4)["verdict"] == T
 
 
 def test_weak_correlation_rule():
+    # an absence: in [π/4, 3π/4], and the smooth stream (the positive control) is rejected
     assert rules.weak_correlation(_control("middle_theta_dh", 1.4, 0.5))["verdict"] == R
-    assert rules.weak_correlation(_control("middle_theta_dh", 0.4, 0.2))["verdict"] == N
-    assert rules.weak_correlation(_control("middle_theta_dh", 1.4, 1.4))["verdict"] == D
+    assert rules.weak_correlation(_control("middle_theta_dh", 0.2, 0.2))["verdict"] == N
+    # the untrained twin at π/2 too does not make an absence claim undiagnostic
+    assert rules.weak_correlation(_control("middle_theta_dh", 1.4, 1.4))["verdict"] == R
 
 
 def test_no_early_stopping_rule():
     flat = {"early_share": 0.9, "drop_by_middle": float("nan")}
-    assert rules.no_early_stopping({"early_share": 0.01, "drop_by_middle": 0.5}, flat)["verdict"] == R
-    assert rules.no_early_stopping({"early_share": 0.6, "drop_by_middle": 0.95}, flat)["verdict"] == N
+    ok = {"early_share": 0.01, "drop_by_middle": 0.5, "layers": 12, "tokens": 20_000}
+    assert rules.no_early_stopping(ok, flat)["verdict"] == R
+    assert rules.no_early_stopping({**ok, "early_share": 0.6}, flat)["verdict"] == N
+    assert rules.no_early_stopping({**ok, "drop_by_middle": 0.95}, flat)["verdict"] == P
+    assert rules.no_early_stopping({**ok, "drop_by_middle": float("nan")}, flat)["verdict"] == T
 
 
-def _bulk(frac, tokens=200_000):
-    return {"all": {"bulk_fraction": frac, "tokens": tokens, "share_at_position_0": 0.5},
+def _bulk(frac, tokens=200_000, minority=1.0, bulk=0.25):
+    return {"all": {"bulk_fraction": frac, "tokens": tokens, "share_at_position_0": 0.5,
+                    "median_progress_at_quarter_depth_minority": minority,
+                    "median_progress_at_quarter_depth_bulk": bulk},
             "without_position0": {"bulk_fraction": frac}}
 
 
@@ -191,6 +216,7 @@ def test_bulk_fraction_rule():
     assert rules.bulk_fraction(_bulk(0.996), _bulk(0.7))["verdict"] == R
     assert rules.bulk_fraction(_bulk(0.90), _bulk(0.7))["verdict"] == N
     assert rules.bulk_fraction(_bulk(0.996), _bulk(0.996))["verdict"] == D
+    assert rules.bulk_fraction(_bulk(0.996, bulk=0.9), _bulk(0.7))["verdict"] == P
 
 
 def _map(values: dict[str, dict[int, tuple[float, float, float]]]) -> pd.DataFrame:
@@ -200,44 +226,62 @@ def _map(values: dict[str, dict[int, tuple[float, float, float]]]) -> pd.DataFra
 
 def test_critical_core_rule():
     low = {l: (5.0, 2.0, 8.0) for l in range(12)}
-    core = {**low, 5: (300.0, 200.0, 400.0)}
-    assert rules.critical_core(_map({"neighbour_average": core, "skip": core}), 12)["verdict"] == R
-    assert rules.critical_core(_map({"neighbour_average": core, "skip": low}), 12)["verdict"] == P
-    assert rules.critical_core(_map({"neighbour_average": low, "skip": low}), 12)["verdict"] == N
+    core = {**low, 5: (300.0, 200.0, 400.0)}  # 12 blocks: one critical layer of the middle half
+    flat = _map({"neighbour_average": low, "skip": low})
+    assert rules.core_rank(12) == 1 and rules.core_rank(30) == 3
+    assert rules.critical_core(_map({"neighbour_average": core, "skip": core}), 12, flat)[
+        "verdict"] == R
+    assert rules.critical_core(_map({"neighbour_average": core, "skip": low}), 12, flat)[
+        "verdict"] == P
+    assert rules.critical_core(flat, 12, flat)["verdict"] == N
     edge = {**low, 0: (900.0, 800.0, 990.0)}  # big, but outside the middle half
-    assert rules.critical_core(_map({"neighbour_average": edge, "skip": edge}), 12)["verdict"] == N
+    assert rules.critical_core(_map({"neighbour_average": edge, "skip": edge}), 12, flat)[
+        "verdict"] == N
+    both = _map({"neighbour_average": core, "skip": core})
+    assert rules.critical_core(both, 12, both)["verdict"] == D  # the twin has one too
+    assert rules.critical_core(both, 12)["verdict"] == T  # control not measured
 
 
 def test_anti_layers_rule():
     low = {l: (5.0, 2.0, 8.0) for l in range(12)}
-    assert rules.anti_layers(_map({"neighbour_average": {**low, 6: (-3.0, -5.0, -1.0)}}), 12)["verdict"] == R
-    assert rules.anti_layers(_map({"neighbour_average": {**low, 6: (-3.0, -5.0, 1.0)}}), 12)["verdict"] == N
+    flat = _map({"neighbour_average": low})
+    anti = _map({"neighbour_average": {**low, 6: (-3.0, -5.0, -1.0)}})
+    assert rules.anti_layers(anti, 12, flat)["verdict"] == R
+    assert rules.anti_layers(_map({"neighbour_average": {**low, 6: (-3.0, -5.0, 1.0)}}), 12,
+                             flat)["verdict"] == T  # straddles 0
+    assert rules.anti_layers(flat, 12, flat)["verdict"] == N
+    # a random model identical to its untrained twin: whatever it shows, not diagnostic
+    assert rules.anti_layers(anti, 12, anti)["verdict"] == D
 
 
-def _weights(real, iid):
+def _weights(real, iid, loo=0.8, shuffled=0.1):
     return [{"type": "q", "is_norm": False, "delta_real": real, "delta_iid": iid,
-             **{f"ridge_{p}_real_{a:g}": v for p, v in (("in_sample", 0.95), ("loo", real + 1))
+             **{f"ridge_{p}_{k}_{a:g}": v for p, k, v in (("in_sample", "real", 0.95),
+                                                         ("loo", "real", loo),
+                                                         ("loo", "shuffled", shuffled))
                 for a in (1.0, 100.0)}}]
 
 
 def test_delta_correlation_rule():
-    assert rules.delta_correlation(_weights(-0.50, -0.30))["verdict"] == R
-    near_untrained = [{**_weights(-0.50, -0.30)[0], "delta_shuffled": -0.3, "delta_untrained": -0.52}]
-    assert rules.delta_correlation(near_untrained)["verdict"] == D
-    assert rules.delta_correlation(_weights(-0.20, -0.50))["verdict"] == N
-    assert rules.delta_correlation(_weights(-0.50, -0.50))["verdict"] == D
+    assert rules.delta_correlation(_weights(-0.50, -0.10))["verdict"] == R
+    assert rules.delta_correlation(_weights(-0.10, -0.10))["verdict"] == N
+    assert rules.delta_correlation(_weights(-0.50, -0.50))["verdict"] == D  # what i.i.d. layers give
 
 
 def test_ridge_rule():
-    assert rules.ridge(_weights(-0.2, 0.0), (1.0, 100.0))["verdict"] == R  # loo 0.8
-    assert rules.ridge(_weights(-0.9, 0.0), (1.0, 100.0))["verdict"] == N  # loo 0.1
+    assert rules.ridge(_weights(-0.5, -0.5), (1.0, 100.0))["verdict"] == R
+    assert rules.ridge(_weights(-0.5, -0.5, loo=0.1), (1.0, 100.0))["verdict"] == N
+    assert rules.ridge(_weights(-0.5, -0.5, shuffled=0.8), (1.0, 100.0))["verdict"] == D
 
 
 def test_scaling_rule():
     sweep = lambda d, lo, hi: pd.DataFrame([{"alpha": 0.9, "deg": d, "lo": lo, "hi": hi}])  # noqa: E731
-    assert rules.scaling(sweep(3.0, 1.0, 5.0), [3])["verdict"] == R
-    assert rules.scaling(sweep(25.0, 20.0, 30.0), [3])["verdict"] == N
-    assert rules.scaling(sweep(9.0, 5.0, 15.0), [3])["verdict"] == T
+    harmed = sweep(300.0, 200.0, 400.0)
+    assert rules.scaling(sweep(3.0, 1.0, 5.0), [3], harmed)["verdict"] == R
+    assert rules.scaling(sweep(45.0, 40.0, 50.0), [3], harmed)["verdict"] == N
+    assert rules.scaling(sweep(25.0, 20.0, 35.0), [3], harmed)["verdict"] == T
+    # the untrained twin keeps its (random) quality under ×0.9 too: not diagnostic
+    assert rules.scaling(sweep(3.0, 1.0, 5.0), [3], sweep(2.0, 1.0, 3.0))["verdict"] == D
 
 
 def test_the_page_renders_offline_in_headless_chromium(tmp_path, browser):

@@ -118,13 +118,6 @@ def test_family_monotone():
     assert not geometry.family_monotone(flat)["monotone"]
 
 
-def test_a4_lens_rule():
-    # the report's single-model rule (layerlab.report.rules) is unchanged
-    assert lens.lens_rule(0.01, 0.5) == REPRODUCED
-    assert lens.lens_rule(0.01, 0.95) == PARTLY
-    assert lens.lens_rule(0.4, 0.95) == NOT_REPRODUCED
-
-
 def test_a4_no_early_stopping_is_an_absence_claim_with_a_positive_control():
     row = dict(model="m", layers=12, tokens=4000, early_share=0.01, drop_by_middle=0.5,
                untrained_early_share=0.9, untrained_drop_by_middle=float("nan"))
@@ -204,13 +197,6 @@ def test_b1_band_control_and_secondaries():
     assert c.numbers["minority_position0_share"] != c.numbers["minority_position0_share"]  # NaN
 
 
-def test_b1_number_rule_for_the_report_uses_the_declared_band():
-    assert clusters.number_rule(0.99, 0.001) == REPRODUCED
-    assert clusters.number_rule(0.90, 0.001) == NOT_REPRODUCED
-    assert clusters.number_rule(0.96, 0.001) == NOT_TESTABLE  # straddles the band's lower edge
-
-
-# --- chapter 04 -------------------------------------------------------------------------------
 def _alphas(rows: list[tuple], se: float = 0.05, n: int = 6) -> pd.DataFrame:
     """(sweep, teacher, objective, T, alpha history, deep slope[, seed]); every fit over `n`
     depths with standard error `se` (t interval ± 2.78 se at n = 6)."""

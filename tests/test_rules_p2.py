@@ -12,16 +12,6 @@ from layerlab.anatomy import importance, predictability, strategies
 from layerlab.claims import NOT_DIAGNOSTIC, NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED
 
 
-def test_interval_and_strict_rules():
-    assert claims.interval_rule(1.0, 2.0, 0.5, 3.0) == REPRODUCED
-    assert claims.interval_rule(4.0, 5.0, 0.5, 3.0) == NOT_REPRODUCED
-    assert claims.interval_rule(2.0, 4.0, 0.5, 3.0) == NOT_TESTABLE
-    assert claims.strict([REPRODUCED, REPRODUCED]) == REPRODUCED
-    assert claims.strict([REPRODUCED, NOT_TESTABLE]) == NOT_TESTABLE
-    assert claims.strict([REPRODUCED, NOT_REPRODUCED, NOT_TESTABLE]) == NOT_REPRODUCED
-    assert claims.all_hold({"a": True, "b": False}) == NOT_REPRODUCED  # never "partly"
-
-
 # --- chapter 05 ----------------------------------------------------------------------------------
 def _map(core_na: dict[int, float], core_skip: dict[int, float], anti=(-1.0, -2.0, -0.1),
          flat: float = 5.0):

@@ -271,7 +271,7 @@ def make(decl: Declaration, decision: Decision, *, ours: str, setting: str,
     """The registered claim: the declaration, our measurement in words and the decision."""
     return Claim(
         id=decl.id, paper=decl.paper, chapter=decl.chapter, statement=decl.statement,
-        paper_value=decl.paper_value, ours=ours, rule=_rule_text(decl),
+        paper_value=decl.paper_value, ours=ours, rule=rule_text(decl),
         verdict=decision.verdict, setting=setting, numbers=dict(numbers or {}),
         decided_by=decision.decided_by, source=decl.source, source_from=decl.source_from,
         kind=str(decl.kind), primary=decl.primary, unit=decl.unit, band=decl.band.text(),
@@ -281,7 +281,8 @@ def make(decl: Declaration, decision: Decision, *, ours: str, setting: str,
         units={n: {"verdict": str(v), "decided_by": s} for n, (v, s) in decision.units.items()})
 
 
-def _rule_text(decl: Declaration) -> str:
+def rule_text(decl: Declaration) -> str:
+    """The band, secondaries and control of a declaration, in words."""
     parts = [f"{decl.primary} (95 % interval over {decl.unit}) in {decl.band.text()}"]
     parts += [f"{s.statistic} in {s.band.text()}" for s in decl.secondary]
     if decl.control:
@@ -289,10 +290,11 @@ def _rule_text(decl: Declaration) -> str:
     return "; ".join(parts)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Claim:
     """A decided claim as registered and shown: built by `make` from its declaration and
-    decision (the fields after `numbers` are the declaration's, stored with every record)."""
+    decision (the fields after `numbers` are the declaration's, stored with every record).
+    Keyword-only: no field can be filled by position."""
 
     id: str  # e.g. "P1-C2-alpha-l-paper-recipe"
     paper: str  # "P1" or "P2"
@@ -325,112 +327,6 @@ class Claim:
         self.verdict = str(Verdict(self.verdict))
         if self.paper not in ("P1", "P2"):
             raise ValueError(f"paper must be 'P1' or 'P2', got {self.paper!r}")
-
-
-def judge(checks: dict[str, bool], *, partial_ok: bool = True) -> str:
-    """All checks pass → reproduced; some → partly (if allowed); none → not reproduced."""
-    if not checks:
-        raise ValueError("a verdict needs at least one check")
-    passed = sum(bool(v) for v in checks.values())
-    if passed == len(checks):
-        return REPRODUCED
-    if passed and partial_ok:
-        return PARTLY
-    return NOT_REPRODUCED
-
-
-def within(value: float, target: float, tol: float) -> bool:
-    return abs(value - target) <= tol
-
-
-def equivalence(point: float, lo: float, hi: float, target: float, margin: float) -> str:
-    """An equivalence test against the band target ± margin: reproduced when the whole interval
-    lies inside the band, partly when only the point estimate does, not reproduced when the
-    interval misses the band altogether, and not testable when the point lies outside but the
-    interval still reaches the band (the data can neither confirm nor reject)."""
-    import math
-
-    if not all(math.isfinite(v) for v in (point, lo, hi)):
-        return NOT_TESTABLE
-    band_lo, band_hi = target - margin, target + margin
-    if band_lo <= lo and hi <= band_hi:
-        return REPRODUCED
-    if band_lo <= point <= band_hi:
-        return PARTLY
-    if hi < band_lo or lo > band_hi:
-        return NOT_REPRODUCED
-    return NOT_TESTABLE
-
-
-def interval_excludes(lo: float, hi: float, value: float) -> bool:
-    return not lo <= value <= hi
-
-
-def against_control(trained: str, control: str, diff_lo: float, diff_hi: float) -> str:
-    """The verdict of a signature once its untrained control is known.
-
-    `trained` and `control` are the same rule applied to the trained model and to an untrained
-    model of the same configuration; [diff_lo, diff_hi] is the interval of trained − untrained.
-    A signature the untrained model shows as well (its verdict reproduced or partly), or one that
-    training does not measurably change (the difference interval contains 0), says nothing about
-    what training built: not diagnostic, whatever the trained value."""
-    import math
-
-    if trained in (NOT_TESTABLE, NOT_DIAGNOSTIC):
-        return trained
-    if control in (REPRODUCED, PARTLY):
-        return NOT_DIAGNOSTIC
-    if math.isfinite(diff_lo) and math.isfinite(diff_hi) and diff_lo <= 0 <= diff_hi:
-        return NOT_DIAGNOSTIC
-    return trained
-
-
-def interval_rule(lo: float, hi: float, band_lo: float, band_hi: float) -> str:
-    """A claimed band against a confidence interval, with no verdict from the point estimate:
-    the interval inside the band → reproduced; disjoint from it → not reproduced; overlapping
-    its edge (or not finite) → not testable at this budget."""
-    import math
-
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        return NOT_TESTABLE
-    if band_lo <= lo and hi <= band_hi:
-        return REPRODUCED
-    if hi < band_lo or lo > band_hi:
-        return NOT_REPRODUCED
-    return NOT_TESTABLE
-
-
-def strict(verdicts: list[str]) -> str:
-    """Every part of a claim must hold: all parts reproduced → reproduced; any part failing →
-    not reproduced; otherwise (some part untestable) → not testable at this budget. Never
-    "partly" because some of several checks passed."""
-    if not verdicts:
-        raise ValueError("no verdicts to combine")
-    if all(v == REPRODUCED for v in verdicts):
-        return REPRODUCED
-    if NOT_REPRODUCED in verdicts or PARTLY in verdicts:
-        return NOT_REPRODUCED
-    return NOT_TESTABLE
-
-
-def all_hold(checks: dict[str, bool]) -> str:
-    """Checks that are each decided by the data (no interval left open): all → reproduced,
-    otherwise not reproduced."""
-    return judge(checks, partial_ok=False)
-
-
-def combine(verdicts: list[str]) -> str:
-    """One verdict from per-model verdicts: unanimous ones stand; any mixture with a reproduced
-    model is partly reproduced; failures mixed with non-diagnostic models are not reproduced."""
-    if not verdicts:
-        raise ValueError("no verdicts to combine")
-    if len(set(verdicts)) == 1:
-        return verdicts[0]
-    if REPRODUCED in verdicts or PARTLY in verdicts:
-        return PARTLY
-    if NOT_REPRODUCED in verdicts:
-        return NOT_REPRODUCED
-    return NOT_TESTABLE
 
 
 def register(claim: Claim, profile: str, cache: results.Cache | None = None) -> Claim:

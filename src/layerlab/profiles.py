@@ -116,9 +116,10 @@ CPU_ANATOMY = AnatomySettings(
         eval_set="E1", eval_tokens=2048, seeds=(0, 1),
         seeded_layers=(*paper.P2_SLOW_RECOVERY.value, *paper.P2_FAST_RECOVERY.value),
         # the no-damage control costs a full 300 steps per run (~15 CPU minutes): on two cores
-        # only the named layers' first seed; the gpu profile controls every run
+        # only the named layers (both seeds, what the steps claim reads); the gpu profile
+        # controls every run
         control_layers=(*paper.P2_SLOW_RECOVERY.value, *paper.P2_FAST_RECOVERY.value),
-        control_seeds=(0,)),
+        control_seeds=(0, 1)),
 )
 
 # The paper's grid (App. C): 16 temperatures x 3 teacher replicates x 2 teacher types with a

@@ -366,21 +366,6 @@ def by_context(profile, cache=None, *, progress: bool = True) -> pd.DataFrame:
 # --- the verdict (P1-B1), decided by `claims.decide` against its declaration ------------------------
 CLAIM = "P1-B1-bulk-fraction"
 PAPER_BULK = paper.P1_BULK_FRACTION.value
-# The old ± 0.5 pp of research/paper1.md §8: no longer a verdict rule (the band is the
-# declaration's); kept only because report/rules.py still prints it beside `number_rule`.
-TOLERANCE = 0.005
-
-
-def number_rule(frac: float, se: float) -> str:
-    """The number alone, for `layerlab report`: a bulk fraction with its binomial 95 % interval
-    against P1-B1's declared band (inside → reproduced, disjoint → not reproduced, straddling
-    or undefined → not testable)."""
-    band = DECLARATIONS[CLAIM].band
-    outcome = band.test(claims.Estimate(frac, frac - 1.96 * se, frac + 1.96 * se))
-    return {"pass": claims.REPRODUCED, "fail": claims.NOT_REPRODUCED}.get(outcome,
-                                                                          claims.NOT_TESTABLE)
-
-
 def _estimate(row: pd.Series, point: str, lo: str, hi: str) -> claims.Estimate | None:
     values = [float(row.get(k, np.nan)) for k in (point, lo, hi)]
     return claims.Estimate(*values) if all(np.isfinite(values)) else None

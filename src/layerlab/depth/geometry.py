@@ -433,20 +433,8 @@ def slope_summary(slopes: dict[str, dict[str, dict]]) -> pd.DataFrame:
 
 # --- verdicts: one function per claim, each decided by `claims.decide` ------------------------
 CHAPTER = "02_hidden_state_geometry"
-# The report's single-model rules (`layerlab.report.rules`) still read these two round numbers;
-# the book's P1-A1 and P1-A3 are decided against their declarations (`depth.declarations`).
-EDGE_RATIO = 1.5  # report: first and last rotation above 1.5 × the middle one
-LARGE_ANGLE = 1.0  # rad: report: a "large" consecutive-update angle
 EDGE_MIN_LAYERS = 8  # P1-A1's scope: fewer blocks leave "the middle" a handful of blocks
 DH_MIN_LAYERS = 4  # P1-A3's scope: a pair of middle updates exists
-
-
-def edge_rule(lo: float) -> str:
-    """The report's P1-A1 rule on one model: the lower end of the edge ratio's interval above
-    1.5 (the book decides P1-A1 against the untrained twin's 95 % range instead)."""
-    from layerlab.claims import NOT_REPRODUCED, REPRODUCED
-
-    return REPRODUCED if lo > EDGE_RATIO else NOT_REPRODUCED
 
 
 def _decided(claim_id: str, units: list, *, ours: str, setting: str, numbers: dict | None = None):

@@ -161,22 +161,6 @@ def summary(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 # --- the verdict --------------------------------------------------------------------------------
-# The report's single-model rule (`layerlab.report.rules`) still reads `lens_rule` and these two
-# round numbers; the book's P1-A4 is decided against its declaration (`depth.declarations`).
-EARLY_MAX = 0.05  # report: "a small minority" of early stoppers
-GRADUAL = (0.2, 0.8)  # report: share of the CE drop done by the middle of the stack
-
-
-def lens_rule(early_share: float, drop: float) -> str:
-    """The report's "no early stopping" on one model: few early stoppers, and a gradual CE
-    drop."""
-    from layerlab.claims import NOT_REPRODUCED, PARTLY, REPRODUCED
-
-    few = early_share <= EARLY_MAX
-    gradual = bool(np.isfinite(drop) and GRADUAL[0] <= drop <= GRADUAL[1])
-    return REPRODUCED if few and gradual else PARTLY if few or gradual else NOT_REPRODUCED
-
-
 def wilson(share: float, n: int, z: float = 1.959964) -> tuple[float, float]:
     """The Wilson 95 % interval of a binomial share of `n` trials."""
     centre = (share + z * z / (2 * n)) / (1 + z * z / n)

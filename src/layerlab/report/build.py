@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 import torch
 
-from layerlab import models, offload, provenance, results
+from layerlab import models, offload, paper, provenance, results
 from layerlab.anatomy.evaluator import Evaluator, Scores
 from layerlab.report import diagnostics as d
 from layerlab.report import rules, text
@@ -328,12 +328,29 @@ def build(model: str, out: str | Path, *, mode: str = "quick", text_path: str | 
     say(f"P2: ×α sweep on L{layers}")
     sweep = d.scaling_sweep(ev, base, layers, cfg, cache, key(*ev_fields, "alphas"), progress)
 
+    # the P2 signatures' negative control: the same map and ×0.9 on the untrained twin (built
+    # again from its seed: it was freed above so that the two models are not held at once for
+    # longer than this step)
+    say("P2: the untrained twin's importance map and ×0.9 (the control)")
+    twin = models.untrained_twin(lm, seed=cfg.seed)
+    twin_ev = Evaluator(twin, ev_set, batch_tokens=cfg.batch_tokens)
+    twin_base = Scores.from_dict(cache.cached("report_base_untrained", key(*ev_fields),
+                                              lambda: twin_ev.base().to_dict()))
+    twin_runs = d.importance_map(twin_ev, d.importance_items(lm.n_layers), cache,
+                                 key(*ev_fields), progress, experiment="report_importance_untrained")
+    twin_table = d.importance_table(twin_runs, twin_base, lm.n_layers, cfg)
+    twin_sweep = d.scaling_sweep(twin_ev, twin_base, layers, cfg.replace(
+        alphas=(paper.P2_SCALE_ALPHA.value,)), cache, key(*ev_fields), progress,
+        experiment="report_scaling_untrained")
+    twin = twin_ev = None
+
     summary = [rules.edges(control, lm.n_layers), rules.weak_correlation(control),
                rules.no_early_stopping(lens["trained"], lens["untrained"]),
                rules.bulk_fraction(geo["trained"]["bulk"], geo["untrained"]["bulk"]),
-               rules.critical_core(table, lm.n_layers), rules.anti_layers(table, lm.n_layers),
+               rules.critical_core(table, lm.n_layers, twin_table),
+               rules.anti_layers(table, lm.n_layers, twin_table),
                rules.delta_correlation(weights), rules.ridge(weights, cfg.ridge_alphas),
-               rules.scaling(sweep, layers)]
+               rules.scaling(sweep, layers, twin_sweep)]
     report = {
         "model": {**lm.summary(), "convention": models.last_hidden_convention(lm, blocks[:1])},
         "settings": requested.key(), "settings_used": cfg.key(), "text": {"source": txt.source, "sha256_12": txt.sha,
@@ -351,7 +368,10 @@ def build(model: str, out: str | Path, *, mode: str = "quick", text_path: str | 
                "bulk": {k: g["bulk"] for k, g in geo.items()}, "lens": lens,
                "tokens": geo["trained"]["tokens"]},
         "p2": {"base_ppl": base.ppl, "importance": table.to_dict("records"),
-               "scaled_layers": layers, "scaling": sweep.to_dict("records"), "weights": weights},
+               "scaled_layers": layers, "scaling": sweep.to_dict("records"), "weights": weights,
+               "untrained": {"base_ppl": twin_base.ppl,
+                             "importance": twin_table.to_dict("records"),
+                             "scaling": twin_sweep.to_dict("records")}},
     }
     report = finite_or_null(json.loads(results.dumps(report)))  # plain JSON types, NaN → None
     results.atomic_write_text(out / "report.html", page.render(report))

@@ -16,6 +16,7 @@ import pandas as pd
 
 from layerlab import paths, results
 from layerlab.profiles import Profile
+from layerlab.report import rules
 
 FAMILY = "family:"
 
@@ -201,9 +202,9 @@ def reading(table: pd.DataFrame) -> str:
     out = []
     for model in table.columns:
         col = table[model]
-        shown = [i for i, v in col.items() if v == claims.REPRODUCED]
-        nd = int((col == claims.NOT_DIAGNOSTIC).sum())
-        nt = int((col == claims.NOT_TESTABLE).sum())
+        shown = [i for i, v in col.items() if v == rules.SIGNATURE[claims.REPRODUCED]]
+        nd = int((col == rules.SIGNATURE[claims.NOT_DIAGNOSTIC]).sum())
+        nt = int((col == rules.SIGNATURE[claims.NOT_TESTABLE]).sum())
         out.append(f"{model}: shows {len(shown)} of {len(col)} findings"
                    + (f" ({', '.join(i[0] for i in shown)})" if shown else "")
                    + f"; {nd} not diagnostic (its untrained twin or a null shows them too)"

@@ -78,12 +78,13 @@ def importance_items(n_layers: int) -> dict[str, dict[str, Any]]:
 
 
 def importance_map(ev: Evaluator, items: dict[str, dict[str, Any]], cache: results.Cache,
-                   key: dict[str, Any], progress: bool) -> dict[tuple[str, str, int], Scores]:
+                   key: dict[str, Any], progress: bool, *,
+                   experiment: str = "report_importance") -> dict[tuple[str, str, int], Scores]:
     """Every layer under neighbour averaging and under removal, each stored as it finishes."""
     def compute(_name: str, item: dict[str, Any]) -> dict[str, Any]:
         return ev.evaluate(importance.method_edit(item["method"], item["layer"])).to_dict()
 
-    stored = cache.for_each("report_importance", key, items, compute, progress=progress)
+    stored = cache.for_each(experiment, key, items, compute, progress=progress)
     return {("text", items[k]["method"], items[k]["layer"]): Scores.from_dict(v)
             for k, v in stored.items()}
 
@@ -105,13 +106,14 @@ def least_important(table: pd.DataFrame, n_layers: int, k: int) -> list[int]:
 
 
 def scaling_sweep(ev: Evaluator, base: Scores, layers: list[int], cfg: ReportSettings,
-                  cache: results.Cache, key: dict[str, Any], progress: bool) -> pd.DataFrame:
+                  cache: results.Cache, key: dict[str, Any], progress: bool, *,
+                  experiment: str = "report_scaling") -> pd.DataFrame:
     items = {f"x{a:g}": {"alpha": a, "layers": layers} for a in cfg.alphas}
 
     def compute(_name: str, item: dict[str, Any]) -> dict[str, Any]:
         return ev.evaluate(edits.edit("scale", item["layers"], alpha=item["alpha"])).to_dict()
 
-    stored = cache.for_each("report_scaling", key, items, compute, progress=progress)
+    stored = cache.for_each(experiment, key, items, compute, progress=progress)
     runs = {("text", "scale", items[k]["alpha"]): Scores.from_dict(v) for k, v in stored.items()}
     return importance.degradation_table(runs, {"text": base}, resamples=cfg.bootstrap,
                                         seed=cfg.seed, names=("method", "alpha"))

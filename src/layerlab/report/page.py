@@ -17,11 +17,18 @@ from typing import Any
 import altair as alt
 import pandas as pd
 
+from layerlab.report import rules
+
 VENDOR = Path(__file__).parent / "vendor"
 SCRIPTS = ("vega.min.js", "vega-lite.min.js", "vega-embed.min.js")
 VERDICT_COLOURS = {"reproduced": "#d9f2d9", "partly reproduced": "#fff3cd",
                    "not reproduced": "#f8d7da", "not testable at this budget": "#e2e3e5",
                    "not diagnostic": "#dbe4ff"}
+# the report's words for one model (`rules.SIGNATURE`), coloured as the verdicts they restate
+VERDICT_COLOURS |= {words: VERDICT_COLOURS[str(v)] for v, words in rules.SIGNATURE.items()}
+# where the site serves a report (`reports/<profile>/<model>.html`) the book's decisions page is
+# two folders up; each claim's section there is named by its id
+BOOK_CLAIM = "../../decisions.html#{anchor}"
 STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;
 color:#222;line-height:1.45}table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:.9em}
 td,th{border:1px solid #ccc;padding:.3em .6em;vertical-align:top;text-align:left}
@@ -126,7 +133,7 @@ def weight_table(report: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _table(df: pd.DataFrame, verdict_col: str | None = None) -> str:
+def _table(df: pd.DataFrame, verdict_col: str | None = None, link_col: str | None = None) -> str:
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
     body = []
     for _, r in df.iterrows():
@@ -136,6 +143,10 @@ def _table(df: pd.DataFrame, verdict_col: str | None = None) -> str:
                      if c == verdict_col else "")
             v = r[c]
             text = _fmt(v, ".4g") if v is None or isinstance(v, float) else str(v)
+            if c == link_col and v:
+                href = BOOK_CLAIM.format(anchor=html.escape(str(v).lower()))
+                cells.append(f"<td{style}><a href='{href}'>{html.escape(text)}</a></td>")
+                continue
             cells.append(f"<td{style}>{html.escape(text)}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
@@ -177,7 +188,8 @@ def render(report: dict[str, Any]) -> str:
     # its theme process-wide, and a page must not depend on what was imported before it
     with alt.theme.enable("default"):
         specs = {name: chart.to_dict() for name, chart, _ in charts}
-    summary = pd.DataFrame(report["summary"])[["finding", "paper", "this model", "rule", "verdict"]]
+    summary = pd.DataFrame(report["summary"])[["finding", "paper", "this model", "control",
+                                               "verdict", "decided by", "book claim"]]
     imp = pd.DataFrame(report["p2"]["importance"])
     classes = imp.pivot(index="layer", columns="method", values="class").reset_index()
     weights = weight_table(report)
@@ -191,10 +203,13 @@ def render(report: dict[str, Any]) -> str:
         f"{report['text']['windows'][0]} windows of {report['text']['windows'][1]} tokens for P1). "
         f"Base perplexity {_fmt(report['p2']['base_ppl'], '.2f')}.</p>",
         "<h2>This model against the papers' findings</h2>",
-        "<p class='note'>“reproduced”: this model shows the paper's finding by the stated rule; "
-        "“not diagnostic”: the untrained twin (same configuration, fresh initialisation) or a "
-        "null shows it too, so it says nothing about training.</p>",
-        _table(summary, "verdict"),
+        "<p class='note'>Each row asks one of the book's claims of this model alone, with the "
+        "claim's own band (linked: the book's page on how the verdicts are decided) and a "
+        "control. “signature present”: this model shows the paper's finding and its control "
+        "does not; “not diagnostic”: the control (the untrained twin: same configuration, fresh "
+        "initialisation; or a structure-free null) shows it too, so it says nothing about "
+        "training. One model neither reproduces nor refutes a paper.</p>",
+        _table(summary, "verdict", "book claim"),
         "<h2>P1: how the hidden state moves through the blocks</h2>",
     ]
     for name, _chart, sentence in charts:
