@@ -15,6 +15,7 @@ import torch
 from layerlab import claims, cli, models
 from layerlab.anatomy.evaluator import Evaluator
 from layerlab.report import ReportError, build, diagnostics, rules
+from layerlab.report.build import summarise
 from layerlab.settings import REPORT_QUICK
 
 SMALL = REPORT_QUICK.shrunk()
@@ -43,6 +44,9 @@ def _check_report(folder: Path, n_layers: int) -> dict:
     report = json.loads((folder / "report.json").read_text())
     assert {r["id"] for r in report["summary"]} == IDS
     assert all(r["verdict"] in rules.SIGNATURE.values() for r in report["summary"])
+    # the verdicts are a function of the stored numbers: recomputed from report.json alone
+    assert summarise(report) == report["summary"]
+    assert len(report["p2"]["untrained"]["importance"]) == 2 * n_layers
     assert len(report["p1"]["per_layer"]["trained"]["hf"]["theta"]) == n_layers
     assert len(report["p2"]["importance"]) == 2 * n_layers
     assert np.isfinite(report["p2"]["base_ppl"])
@@ -68,6 +72,22 @@ def test_a_report_on_a_saved_folder_of_every_tested_architecture(tmp_path, tiny_
     report = build(str(tiny_folders[name]), tmp_path / "r", settings=SMALL, progress=False)
     _check_report(tmp_path / "r", 4)
     assert report["model"]["arch"] in models.TESTED_FAMILIES
+
+
+def test_a_stored_report_is_reworded_from_its_own_numbers_when_the_rules_change(tmp_path,
+                                                                              monkeypatch):
+    from layerlab.report import chapter
+
+    build("tiny-llama", tmp_path / "r", settings=SMALL, progress=False)
+    path = tmp_path / "r" / "report.json"
+    stored = json.loads(path.read_text())
+    stale = {**stored, "summary": [{**r, "verdict": R} for r in stored["summary"]]}
+    monkeypatch.setenv("LAYERLAB_CACHE_ONLY", "1")
+    with pytest.raises(LookupError, match="stale"):
+        chapter._resummarised(stale, path)
+    monkeypatch.delenv("LAYERLAB_CACHE_ONLY")
+    assert chapter._resummarised(stale, path)["summary"] == stored["summary"]
+    assert json.loads(path.read_text())["summary"] == stored["summary"]
 
 
 def test_an_interrupted_report_resumes_and_writes_nothing_half_done(tmp_path, monkeypatch):

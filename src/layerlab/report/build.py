@@ -344,13 +344,6 @@ def build(model: str, out: str | Path, *, mode: str = "quick", text_path: str | 
         experiment="report_scaling_untrained")
     twin = twin_ev = None
 
-    summary = [rules.edges(control, lm.n_layers), rules.weak_correlation(control),
-               rules.no_early_stopping(lens["trained"], lens["untrained"]),
-               rules.bulk_fraction(geo["trained"]["bulk"], geo["untrained"]["bulk"]),
-               rules.critical_core(table, lm.n_layers, twin_table),
-               rules.anti_layers(table, lm.n_layers, twin_table),
-               rules.delta_correlation(weights), rules.ridge(weights, cfg.ridge_alphas),
-               rules.scaling(sweep, layers, twin_sweep)]
     report = {
         "model": {**lm.summary(), "convention": models.last_hidden_convention(lm, blocks[:1])},
         "settings": requested.key(), "settings_used": cfg.key(), "text": {"source": txt.source, "sha256_12": txt.sha,
@@ -362,7 +355,6 @@ def build(model: str, out: str | Path, *, mode: str = "quick", text_path: str | 
         "provenance": provenance.collect("report") | {
             "seconds": time.perf_counter() - started, "compute_seconds": round(cache.spent, 1),
             "untimed_steps": cache.untimed},
-        "summary": summary,
         "p1": {"per_layer": {k: g["per_layer"] for k, g in geo.items()},
                "intervals": control.to_dict("records"),
                "bulk": {k: g["bulk"] for k, g in geo.items()}, "lens": lens,
@@ -374,10 +366,31 @@ def build(model: str, out: str | Path, *, mode: str = "quick", text_path: str | 
                              "scaling": twin_sweep.to_dict("records")}},
     }
     report = finite_or_null(json.loads(results.dumps(report)))  # plain JSON types, NaN → None
+    # the verdicts from the stored numbers, as `summarise` recomputes them from report.json later
+    report = {**report, "summary": summarise(report)}
     results.atomic_write_text(out / "report.html", page.render(report))
     results.atomic_write_text(out / "report.json", strict_dumps(report))
     say(f"wrote {out / 'report.html'} and report.json in {time.perf_counter() - started:.0f} s")
     return report
+
+
+def summarise(report: dict[str, Any]) -> list[dict[str, str]]:
+    """The summary rows (`rules`) from a report's stored numbers alone: what `build` writes, and
+    what a stored report is checked against when the rules change (no model needed)."""
+    p1, p2 = report["p1"], report["p2"]
+    n_layers = int(report["model"]["layers"])
+    control = pd.DataFrame(p1["intervals"])
+    twin = p2["untrained"]
+    table, twin_table = pd.DataFrame(p2["importance"]), pd.DataFrame(twin["importance"])
+    alphas = tuple(float(a) for a in report["settings_used"]["ridge_alphas"])
+    return [rules.edges(control, n_layers), rules.weak_correlation(control),
+            rules.no_early_stopping(p1["lens"]["trained"], p1["lens"]["untrained"]),
+            rules.bulk_fraction(p1["bulk"]["trained"], p1["bulk"]["untrained"]),
+            rules.critical_core(table, n_layers, twin_table),
+            rules.anti_layers(table, n_layers, twin_table),
+            rules.delta_correlation(p2["weights"]), rules.ridge(p2["weights"], alphas),
+            rules.scaling(pd.DataFrame(p2["scaling"]), p2["scaled_layers"],
+                          pd.DataFrame(twin["scaling"]))]
 
 
 def summary_frame(report: dict[str, Any]) -> pd.DataFrame:

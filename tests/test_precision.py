@@ -1,0 +1,68 @@
+"""The stand-in's precision (VERDICTS.md §4): Q4_1 as llama.cpp stores it, its fixed point, the
+dithered copy, and the claims' margins against the copies' movement."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+import torch
+
+from layerlab import profiles
+from layerlab.anatomy import precision
+from layerlab.anatomy.lab import Lab
+
+torch.set_num_threads(1)
+
+
+def _weights(rows=8, cols=64, seed=0):
+    return torch.randn(rows, cols, generator=torch.Generator().manual_seed(seed)) * 0.05
+
+
+def test_q4_1_is_its_own_fixed_point_and_rounds_within_half_a_step():
+    x = _weights()
+    q = precision.q4_1(x)
+    assert torch.allclose(precision.q4_1(q), q, atol=1e-7, rtol=0)  # re-quantising: nothing
+    d = precision.steps(x).repeat_interleave(precision.BLOCK).reshape(x.shape)
+    assert ((q - x).abs() <= d / 2 + 1e-4).all()
+    # at most 16 distinct values per block of 32
+    assert max(len(set(b.tolist())) for b in q.reshape(-1, 32)) <= 16
+
+
+def test_a_dithered_copy_moves_each_weight_by_about_a_step_and_is_seeded():
+    q = precision.q4_1(_weights(64, 128))
+    a, b = precision.dithered(q, 0), precision.dithered(q, 0)
+    assert torch.equal(a, b) and not torch.equal(a, precision.dithered(q, 1))
+    assert torch.allclose(precision.q4_1(a), a, atol=1e-7, rtol=0)  # on a Q4_1 grid again
+    d = precision.steps(q).repeat_interleave(precision.BLOCK).reshape(q.shape)
+    moved = ((a - q) / d).abs()
+    assert 0.15 < float(moved.mean()) < 0.75 and float(moved.max()) <= 1.0 + 1e-4
+
+
+def test_the_copy_is_restored_exactly_and_the_error_share_is_measured():
+    lab = Lab(profiles.get("smoke"), progress=False)
+    lm = lab.lm
+    before = {k: v.detach().clone() for k, v in lm.model.state_dict().items()}
+    with precision.dithered_copy(lm, 0):
+        changed = [n for n, p in lm.model.state_dict().items() if not torch.equal(p, before[n])]
+        assert changed and all(".layers." in n for n in changed)
+    assert all(torch.equal(v, before[k]) for k, v in lm.model.state_dict().items())
+    err = precision.error_share(lm)
+    assert len(err) == len(precision.quantised(lm)) and (err["error / std"] > 0).all()
+    assert "of a matrix's std" in precision.describe(err)
+
+
+def test_margins_say_which_claims_the_stand_in_resolves():
+    stats = {f"L{l} neighbour average % (E0)": v for l, v in
+             {8: 500.0, 9: 300.0, 10: 200.0, 11: 900.0, 14: -5.0, 17: -2.0}.items()}
+    stats |= {"×0.9 on S % (E0)": 3.0, "ridge R² gate (forward, best α)": 0.2,
+              "delta correlation q": -0.5, "delta correlation k": -0.48,
+              "middle θ(Δh) rad": 1.5, "early-stopper share": 0.01}
+    moved = {k: v + (1.0 if "%" in k else 0.001) for k, v in stats.items()}
+    # the copy drops two of the core layers: the third-largest falls from 300 % to 50 %
+    moved["L9 neighbour average % (E0)"] = moved["L10 neighbour average % (E0)"] = 50.0
+    values = pd.DataFrame({"stand-in": stats, "dithered-s0": moved})
+    m = precision.margins(values)
+    assert not m.loc["P2-C1-core", "resolved"]  # 300 % is 200 from the edge, the copy moved 250
+    assert m.loc["P2-C1-anti-layers", "resolved"]  # 2 from 0, moved 1
+    assert m.loc["P1-A4-no-early-stopping", "movement"] == pytest.approx(0.001)
+    assert set(precision.movement(values)["movement"].index) == set(stats)
