@@ -204,7 +204,8 @@ claims.record(importance.assess(result, setting, L), profile.name)
 # - **Checkpoint.** The paper used SmolLM2-135M (base, precision unknown). Offline we can only
 #   obtain SmolLM2-135M-*Instruct* as a Q4_1 GGUF (dequantised to float32); the `gpu` profile
 #   loads `HuggingFaceTB/SmolLM2-135M` from the hub and runs E1 on ≥ 100k FineWeb tokens.
-#   4-bit rounding adds ≈ 7–8 % of each weight's std as independent noise.
+#   The 4-bit rounding's size, and how far it moves each claim's statistic, is measured in
+#   chapter 11 ("How precise is the 4-bit stand-in?").
 # - **Sentences.** The paper's ten sentences are unknown; ours are printed above. Magnitudes of
 #   the kind "+63,419 %" depend strongly on which sentences are used, which is why every number
 #   is given on E1 too, with CIs.

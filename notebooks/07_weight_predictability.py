@@ -200,10 +200,10 @@ claims.record(predictability.assess(result, setting), profile.name)
 #
 # - **Protocol.** The paper's features, split, α and R² aggregation are unknown; all three
 #   protocols are shown, with the α that reproduces 0.91 in-sample made explicit.
-# - **Checkpoint.** Q4_1 rounding adds independent noise of ≈ 7–8 % of each weight's std per
-#   layer; it lowers element-wise predictability slightly but cannot create or remove a
-#   correlation of the size the paper implies. The `gpu` profile repeats the analysis on the
-#   bf16 base weights.
+# - **Checkpoint.** Q4_1 rounding adds independent noise to every layer; its size relative to
+#   the weights, and how far an independent rounding of the same size moves this chapter's R²,
+#   are measured in chapter 11 ("How precise is the 4-bit stand-in?"). The `gpu` profile repeats
+#   the analysis on the bf16 base weights.
 # - **Untrained control.** The GGUF omits SmolLM2's initializer range; we use the config's
 #   0.041667. Its lower in-sample R² at the same α is a matter of scale, not structure: smaller
 #   weights make a smaller kernel, so the same α regularises more. The i.i.d. Gaussian stack with

@@ -92,6 +92,35 @@ plots.verdict_chart(table)
 HTML(verdicts.html_table(table))
 
 # %% [markdown]
+# ## How precise is the 4-bit stand-in?
+#
+# Every P2 verdict and every P1 verdict on an offline LLM rests on SmolLM2-135M-Instruct stored
+# as 4-bit Q4_1 weights. Re-quantising them changes nothing (the grid is its own fixed point), so
+# each copy below first adds uniform noise of ± half a block's step and then quantises again: a
+# rounding as large as the one the stand-in already carries, drawn independently (three seeds).
+# Each claim's statistic, on its cheapest set (chapter 05's named layers and chapter 06's ×0.9 on
+# E0, chapter 07's ridge R² and chapter 08's delta correlations on the weights, chapter 02's
+# angles and lens on a few windows), on the stand-in and on the copies:
+
+# %%
+from layerlab.anatomy import precision
+
+lab = Lab(profile)
+stand_in = precision.run(lab)  # the stand-in and three dithered copies (cached)
+print(precision.describe(stand_in["errors"]) + ".")
+precision.margins(stand_in["values"]).round(4)
+
+# %% [markdown]
+# "Movement" is the largest change of the statistic over the copies: the stand-in's own
+# resolution. "Resolved" means the statistic lies farther from its band's nearest edge than that,
+# so the stand-in's rounding cannot move the verdict; a claim it does not resolve is *not
+# testable at this budget (stand-in precision)* whatever its chapter's interval says. The full
+# table of every statistic and its copies:
+
+# %%
+precision.movement(stand_in["values"]).round(4)
+
+# %% [markdown]
 # ## Do the two papers agree about SmolLM2, layer by layer?
 #
 # P1 says most layers of a trained model make small, similar, weakly correlated updates; P2 says
@@ -101,7 +130,6 @@ HTML(verdicts.html_table(table))
 # Spearman ρ over layers 1–28:
 
 # %%
-lab = Lab(profile)
 geo = geometry.run(profile, only=[lab.model_name], progress=False)[lab.model_name]  # chapter 02
 imap = importance.run(lab)  # cached by chapter 05
 layers = verdicts.per_layer(geo, imap["table"], imap["similarity"])

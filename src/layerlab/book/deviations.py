@@ -222,10 +222,66 @@ tied teacher {_claim_ours(table, 'P1-D2-tied-teacher-steep')}; student signature
     ]
 
 
+# Every declaration (`depth.declarations`, `anatomy.declarations`) was written in issue 26, after
+# the verdicts of the rules it replaced had been published: its band is derived from the paper's
+# words (VERDICTS.md §3), but by people who had seen the data. The rule each one replaced:
+REPLACED_RULES: dict[str, str] = {
+    "P1-C4-headline": "our 95 % interval inside the paper's value ± its standard error",
+    "P1-C5-ensemble-not-procedural": "an interval below 1.5 judged by `judge`",
+    "P1-C7-size-exponent": "a point estimate near 1/3",
+    "P1-A1-edges-rotate": "the edge ratio's interval above a round 1.5, then against the twin",
+    "P1-A2-update-inverse-depth": "an equivalence test against −1 ± 0.3 (partly on the point)",
+    "P1-A3-weak-update-correlation": "θ(Δh) ≥ 1 rad, not diagnostic where the twin passed",
+    "P1-A4-no-early-stopping": "≤ 5 % early stoppers and 0.2–0.8 of the drop by mid-depth",
+    "P1-B1-bulk-fraction": "the fraction within 0.5 points of the paper's (binomial over "
+                           "tokens) and a two-part meaning check",
+    "P1-D1-independent-teacher": "every sweep's α in 1 ± 0.5, unconverged sweeps excused",
+    "P1-D2-tied-teacher-steep": "every sweep's α ≥ 2, unconverged sweeps excused",
+    "P1-D4-mse-ordering": "tied α above independent α per seed by any margin",
+    "P2-C1-core": "class counts (three of L8–11 'core', peak at L11) under both operations",
+    "P2-C1-peak-size": "the interval within a factor of 10 of the paper's peak",
+    "P2-C1-io-layers": "class counts of L1–2 and L23–28",
+    "P2-C2-ridge-r2": "in-sample R² against the paper's value",
+    "P2-C3-delta-value": "every matrix type within 0.05 of the paper's value",
+    "P2-C3-oscillation": "the value check against the shuffled null",
+    "P2-C4-only-scaling": "`strict`: any failing part → not reproduced",
+    "P2-C4-magnitudes": "×0.9 within 20 points of the paper's value and the worst other above "
+                        "10^5 %",
+    "P2-C5-recovery-steps": "L8/L11 censored and L14/L17 at 0 steps against base",
+    "P2-C6-half-budget": "GTT's layer-steps only (the paper's arm not run)",
+}
+
+
+def bands_section() -> str:
+    """The bands declared after results were read: per claim the rule it replaced, its band and
+    the band's reason (rendered from the declarations, never typed)."""
+    from layerlab.anatomy.declarations import DECLARATIONS as P2
+    from layerlab.depth.declarations import DECLARATIONS as P1
+
+    decl = {**P1, **P2}
+    def cell(text: str) -> str:
+        return " ".join(text.split()).replace("|", "\\|")
+
+    rows = "\n".join(f"| {cid} | {cell(old)} | {decl[cid].band.text('.4g')} | "
+                     f"{cell(decl[cid].band.reason)} |" for cid, old in REPLACED_RULES.items())
+    return f"""## Bands declared after results were read
+
+Every claim's band was declared in one place per wing (see "How the verdicts are decided") when
+the book moved to one decision procedure, after the verdicts of the rules it replaced had been
+published. Each band is derived from the paper's words by the stated rule, never fitted to our
+numbers, but its authors had seen the data; so each band that replaced a rule is listed here with
+the rule it replaced and the band's own reason.
+
+| claim | rule replaced | band | reason |
+|---|---|---|---|
+{rows}"""
+
+
 def render(profile_name: str = "cpu") -> str:
     profile = profiles.get(profile_name)
     table = claims.collect(profile_name)
     parts = [HEADER.format(profile=profile_name), *_p1_sections(table), *_p2_sections(profile),
+             bands_section(),
              """## Not runnable offline
 
 - **Checkpoints.** P2 studied SmolLM2-135M base (precision unknown); offline only the
