@@ -32,11 +32,14 @@
 #   i.i.d. and untrained nulls, ridge R² in-sample against leave-one-out, and the ×α sweep on
 #   the least important layers (chapters 05–08).
 #
-# Each finding is then judged by a stated rule (the same vocabulary as chapter 11: *reproduced*
-# means this model shows the paper's finding; *not diagnostic* means its untrained twin or a
-# null shows it too). The result is one self-contained HTML page (its charts render with no
-# network) and a `report.json` with every number and its provenance. Every step is stored as it
-# finishes, so an interrupted report resumes where it stopped.
+# Each finding is then asked of this one model with the book claim's own declaration (the same
+# band where the statistic is the same) and decided by the book's one procedure, always with a
+# control: *signature present* means this model shows the paper's finding and its control does
+# not; *not diagnostic* means its untrained twin or a structure-free null shows it too. One model
+# neither reproduces nor refutes a paper, so the words are about the model. The result is one
+# self-contained HTML page (its charts render with no network) and a `report.json` with every
+# number and its provenance. Every step is stored as it finishes, so an interrupted report
+# resumes where it stopped.
 #
 # **Run it.**
 #
@@ -113,8 +116,8 @@ table
 print(chapter.reading(table))
 
 # %% [markdown]
-# The sentences above are written from the table: a finding a model "shows" passed its rule on
-# that model and not on its untrained twin; "not diagnostic" findings are ones that a freshly
+# The sentences above are written from the table: a finding a model "shows" passed its band on
+# that model and not on its control; "not diagnostic" findings are ones that a freshly
 # initialised network of the same shape (or a structure-free null) shows as well.
 
 # %% [markdown]
@@ -155,8 +158,9 @@ HTML(chapter.links(profile, reports))
 # - **Smaller budgets.** `--quick` reads 2,048 evaluation tokens and 4,096 tokens of windows so
 #   that a 135M model finishes in minutes on two CPU cores; intervals are wide at that size, and
 #   the verdicts say *not testable at this budget* rather than guess. `--full` is the GPU size.
-# - **Rules, not impressions.** The rules are those of chapters 02–08 applied to one model
-#   (`layerlab.report.rules`, each tested with an input that passes and one that fails).
+# - **One decision, the book's declarations.** Each row restates a book claim's declaration for
+#   one model (`layerlab.report.rules`) and is decided by `claims.decide`, each tested with an
+#   input that passes, one that fails and one whose control passes too.
 
 # %% [markdown]
 # ## Provenance
