@@ -95,9 +95,10 @@ HTML(verdicts.html_table(table))
 # ## How precise is the 4-bit stand-in?
 #
 # Every P2 verdict and every P1 verdict on an offline LLM rests on SmolLM2-135M-Instruct stored
-# as 4-bit Q4_1 weights. Re-quantising them changes nothing (the grid is its own fixed point), so
-# each copy below first adds uniform noise of ± half a block's step and then quantises again: a
-# rounding as large as the one the stand-in already carries, drawn independently (three seeds).
+# as 4-bit Q4_1 weights, each within half a quantisation step of the weights it rounds.
+# Re-quantising them changes nothing (the grid is its own fixed point), so each copy below adds
+# uniform noise of ± half a block's step to every 4-bit weight: a model as far from the stand-in
+# as the stand-in is from the original weights, drawn independently (three seeds).
 # Each claim's statistic, on its cheapest set (chapter 05's named layers and chapter 06's ×0.9 on
 # E0, chapter 07's ridge R² and chapter 08's delta correlations on the weights, chapter 02's
 # angles and lens on a few windows), on the stand-in and on the copies:

@@ -3,13 +3,16 @@
 Every P2 claim and every P1 claim on an offline LLM is measured on SmolLM2-135M-Instruct as a
 4-bit GGUF: each block matrix is Q4_1 (llama.cpp: blocks of 32 weights along a row, each stored
 as a minimum m and a step d = (max − min)/15 in float16 and 4-bit codes, x ≈ m + q·d). How much
-of what the chapters measure is that rounding? Re-quantising the dequantised weights changes
-nothing (the grid is its own fixed point, `q4_1`), so each copy *dithers* first: every weight
-plus uniform noise of ± half its block's step, then Q4_1 again — an independent rounding of the
-same size as the one the stand-in already carries. Each primary statistic is measured on the
-stand-in and on a few seeded copies; its movement (the largest change over the copies) is the
-resolution of the stand-in. A claim whose effect — the distance from its value to the nearest
-edge of its band — is smaller than that movement cannot be decided on this stand-in.
+of what the chapters measure is that rounding? The true (bf16) weights lie within half a step of
+the stand-in's, so the stand-in's error is uniform, RMS d/√12 per block. Each copy adds an
+independent error of exactly that size — uniform noise of ± half its block's step — to every
+Q4_1 weight: a model as far from the stand-in as the stand-in is from the weights it rounds.
+(Re-quantising the copy would add a second rounding and put it √2 times as far away; and
+re-quantising the stand-in itself changes nothing, its grid being its own fixed point, `q4_1`.)
+Each primary statistic is measured on the stand-in and on a few seeded copies; its movement (the
+largest change over the copies) is the resolution of the stand-in. A claim whose effect — the
+distance from its value to the nearest edge of its band — is smaller than that movement cannot
+be decided on this stand-in.
 
 The statistics are the claims' own, on their cheapest set: chapter 05's neighbour averaging of
 the layers its claims name and chapter 06's ×0.9 on E0 (10 sentences), chapter 07's ridge R²
@@ -68,12 +71,12 @@ def steps(x: torch.Tensor) -> torch.Tensor:
 
 
 def dithered(x: torch.Tensor, seed: int) -> torch.Tensor:
-    """`x` plus uniform noise of ± half its block's step, quantised to Q4_1 again: a rounding
-    independent of the one `x` already carries, of the same size."""
+    """`x` plus uniform noise of ± half its block's step: an error independent of the rounding
+    `x` already carries, of the same distribution (RMS d/√12 per block)."""
     b = _blocks(x)
     gen = torch.Generator().manual_seed(seed)
     noise = (torch.rand(b.shape, generator=gen) - 0.5) * steps(x)[:, None]
-    return q4_1((b + noise).reshape(x.shape)).to(x.dtype)
+    return (b + noise).reshape(x.shape).to(x.dtype)
 
 
 def quantised(lm) -> list[tuple[int, str, torch.nn.Parameter]]:
@@ -88,8 +91,8 @@ def quantised(lm) -> list[tuple[int, str, torch.nn.Parameter]]:
 
 @contextlib.contextmanager
 def dithered_copy(lm, seed: int | None) -> Iterator[Any]:
-    """The model with every Q4_1 matrix replaced by its dithered copy (None: unchanged), restored
-    exactly afterwards."""
+    """The model with every Q4_1 matrix replaced by its perturbed copy (`dithered`; None:
+    unchanged), restored exactly afterwards."""
     if seed is None:
         yield lm
         return
@@ -176,7 +179,8 @@ def run(lab: Lab) -> dict[str, Any]:
     per matrix; S (chapter 06's target set, from chapter 05's map)."""
     layers = strategies.target_set(importance.run(lab)["table"])
     items = {"stand-in": {"seed": None}} | {f"dithered-s{s}": {"seed": s} for s in SEEDS}
-    key = lab.key(precision={"seeds": list(SEEDS), "windows": WINDOWS, "window_len": WINDOW_LEN,
+    key = lab.key(precision={"copy": "stand-in + U(± d/2)", "seeds": list(SEEDS),
+                             "windows": WINDOWS, "window_len": WINDOW_LEN,
                              "lens_windows": LENS_WINDOWS, "layers": layers})
 
     def compute(_name: str, item: dict[str, Any]) -> dict[str, float]:
@@ -204,7 +208,11 @@ def _peak(v: dict[str, float]) -> float:
     return math.log10(top) if top > 0 else math.nan
 
 
-# each claim's primary as the statistic measured here (in the band's units)
+# each claim's primary as the statistic measured here (in the band's units); `BOUNDS` names a
+# statistic's natural limits (a share cannot fall below 0, an R² cannot exceed 1): a band edge at
+# such a limit cannot be crossed and is no margin
+BOUNDS: dict[str, tuple[float, float]] = {"P1-A4-no-early-stopping": (0.0, 1.0),
+                                          "P2-C2-ridge-r2": (-math.inf, 1.0)}
 CLAIM_STATISTICS: dict[str, tuple[str, Any]] = {
     "P2-C1-peak-size": ("log10 of the largest of L8–L11", _peak),
     "P2-C1-core": ("third-largest of L8–L11", lambda v: sorted(
@@ -233,7 +241,8 @@ def margins(values: pd.DataFrame) -> pd.DataFrame:
         v = per.pop("stand-in")
         band = decl[cid].band
         move = max(abs(x - v) for x in per.values()) if per else math.nan
-        edges_ = [e for e in (band.lo, band.hi) if math.isfinite(e)]
+        limits = BOUNDS.get(cid, (math.nan, math.nan))
+        edges_ = [e for e in (band.lo, band.hi) if math.isfinite(e) and e not in limits]
         distance = min(abs(v - e) for e in edges_) if edges_ and math.isfinite(v) else math.nan
         rows.append({"claim": cid, "statistic": what, "stand-in": v, "movement": move,
                      "band": band.text(".3g"), "distance to the band's edge": distance,
