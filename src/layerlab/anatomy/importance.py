@@ -6,6 +6,7 @@ degradation % = (PPL_edited / PPL_base − 1) × 100, with a paired bootstrap ov
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from typing import Any
@@ -335,9 +336,19 @@ def _interval(e: claims.Estimate | None) -> list[float] | None:
 
 
 def _decided(claim_id: str, units: list[claims.Unit], *, ours: str, setting: str,
-             numbers: dict[str, Any] | None = None) -> claims.Claim:
-    """The one decision procedure (`claims.decide`) on the claim's declaration and units."""
+             numbers: dict[str, Any] | None = None,
+             stand_in: pd.DataFrame | None = None) -> claims.Claim:
+    """The one decision procedure (`claims.decide`) on the claim's declaration and units; with
+    `stand_in` (`precision.margins`), a claim the 4-bit stand-in cannot resolve fails its
+    precondition in every unit (VERDICTS.md §4)."""
     decl = DECLARATIONS[claim_id]
+    if stand_in is not None and claim_id in stand_in.index and not stand_in.loc[claim_id, "resolved"]:
+        r = stand_in.loc[claim_id]
+        distance = float(r["distance to the band's edge"])
+        note = (f"stand-in precision: its own rounding moves {r['statistic']} by "
+                f"{r['movement']:.3g}, more than its distance to the band's edge "
+                f"({distance:.3g})")
+        units = [dataclasses.replace(u, precondition=u.precondition or note) for u in units]
     return claims.make(decl, claims.decide(decl, units), ours=ours, setting=setting,
                        numbers=numbers)
 
@@ -418,7 +429,8 @@ def core_units(table: pd.DataFrame, n_layers: int,
 
 
 def assess_core(table: pd.DataFrame, setting: str, n_layers: int,
-                control: pd.DataFrame | None = None) -> claims.Claim:
+                control: pd.DataFrame | None = None, *,
+                stand_in: pd.DataFrame | None = None) -> claims.Claim:
     units = core_units(table, n_layers, control)
     shown = []
     for m in [m for m in CORE_OPERATIONS if m in set(table["method"])]:
@@ -435,7 +447,8 @@ def assess_core(table: pd.DataFrame, setting: str, n_layers: int,
         ours="; ".join(shown) + f" — third-largest of L8–11 (neighbour average): {third}",
         setting=setting,
         numbers={u.name: {"primary": _interval(u.primary), "control": _interval(u.control),
-                          **{k: _interval(v) for k, v in u.secondary.items()}} for u in units})
+                          **{k: _interval(v) for k, v in u.secondary.items()}} for u in units},
+        stand_in=stand_in)
 
 
 # -- P2-C1-peak-size ----------------------------------------------------------------------------
@@ -452,7 +465,8 @@ def peak_size_units(table: pd.DataFrame) -> list[claims.Unit]:
     return units
 
 
-def assess_peak_size(table: pd.DataFrame, setting: str) -> claims.Claim:
+def assess_peak_size(table: pd.DataFrame, setting: str, *,
+                     stand_in: pd.DataFrame | None = None) -> claims.Claim:
     shown = {}
     for s in _sets(table):
         rows = _rows(table, s, "neighbour_average", PAPER_CORE)
@@ -463,7 +477,8 @@ def assess_peak_size(table: pd.DataFrame, setting: str) -> claims.Claim:
         "P2-C1-peak-size", peak_size_units(table),
         ours="; ".join(f"{s}: L{l} {_text(e)}" for s, (l, e) in shown.items()),
         setting=setting,
-        numbers={s: {"layer": l, "deg": _interval(e)} for s, (l, e) in shown.items()})
+        numbers={s: {"layer": l, "deg": _interval(e)} for s, (l, e) in shown.items()},
+        stand_in=stand_in)
 
 
 # -- P2-C1-anti-layers --------------------------------------------------------------------------
@@ -487,7 +502,8 @@ def anti_units(table: pd.DataFrame, control: pd.DataFrame | None = None) -> list
 
 
 def assess_anti(table: pd.DataFrame, setting: str,
-                control: pd.DataFrame | None = None) -> claims.Claim:
+                control: pd.DataFrame | None = None, *,
+                stand_in: pd.DataFrame | None = None) -> claims.Claim:
     df = table[table["method"].isin(CORE_OPERATIONS) & table["layer"].isin(PAPER_ANTI)]
     units = anti_units(table, control)
     return _decided(
@@ -499,7 +515,8 @@ def assess_anti(table: pd.DataFrame, setting: str,
                        for u in units if u.control is not None),
         setting=setting,
         numbers={u.name: {"primary": _interval(u.primary), "control": _interval(u.control),
-                          **{k: _interval(v) for k, v in u.secondary.items()}} for u in units})
+                          **{k: _interval(v) for k, v in u.secondary.items()}} for u in units},
+        stand_in=stand_in)
 
 
 # -- P2-C1-io-layers ----------------------------------------------------------------------------
@@ -542,7 +559,8 @@ def io_units(table: pd.DataFrame, n_layers: int,
 
 
 def assess_io(table: pd.DataFrame, setting: str, n_layers: int,
-              control: pd.DataFrame | None = None) -> claims.Claim:
+              control: pd.DataFrame | None = None, *,
+              stand_in: pd.DataFrame | None = None) -> claims.Claim:
     nb_in = inner(table[table["method"] == "neighbour_average"], n_layers)
     io = {s: sorted(df.loc[df["class"] == "I/O", "layer"].astype(int))
           for s, df in nb_in.groupby("set")}
@@ -562,19 +580,25 @@ def assess_io(table: pd.DataFrame, setting: str, n_layers: int,
         numbers={"io": io, "rest_above_connective": above,
                  **{u.name: {"primary": _interval(u.primary), "control": _interval(u.control),
                              **{k: _interval(v) for k, v in u.secondary.items()}}
-                    for u in units}})
+                    for u in units}},
+        stand_in=stand_in)
 
 
-def assess(result: dict[str, Any], setting: str, n_layers: int) -> list[claims.Claim]:
+def assess(result: dict[str, Any], setting: str, n_layers: int, *,
+           stand_in: pd.DataFrame | None = None) -> list[claims.Claim]:
     """Verdicts on C1: the range, core and peak, anti-layers, the I/O and connective classes.
     The untrained twin's map (`result["untrained"]`, when `run` was asked for it) is the layer
-    claims' negative control; without it they read 'control: not measured' where it matters."""
+    claims' negative control; without it they read 'control: not measured' where it matters.
+    `stand_in` (`precision.margins`): a layer claim the 4-bit stand-in's own rounding can move
+    across its band's edge is not testable (stand-in precision)."""
     found = [assess_range(result["ranges"], setting)]
     if n_layers != PAPER_LAYERS:  # the claims name layers of SmolLM2's 30-layer stack
         return found + [not_testable(cid, setting, n_layers) for cid in LAYER_CLAIMS]
     t, control = result["table"], result.get("untrained")
-    return found + [assess_core(t, setting, n_layers, control), assess_peak_size(t, setting),
-                    assess_anti(t, setting, control), assess_io(t, setting, n_layers, control)]
+    return found + [assess_core(t, setting, n_layers, control, stand_in=stand_in),
+                    assess_peak_size(t, setting, stand_in=stand_in),
+                    assess_anti(t, setting, control, stand_in=stand_in),
+                    assess_io(t, setting, n_layers, control, stand_in=stand_in)]
 
 
 def core_by_operation(table: pd.DataFrame, n_layers: int) -> pd.DataFrame:

@@ -257,4 +257,4 @@ def describe(errors: pd.DataFrame) -> str:
     return (f"Q4_1's rounding error (d/√12 per block) is {100 * s.median():.1f} % of a matrix's "
             f"std at the median over the {len(errors)} quantised matrices "
             f"({100 * s.min():.1f}–{100 * s.max():.1f} %); {on_grid} of them lie exactly on "
-            "their own Q4_1 grid (re-quantising changes nothing, hence the dither)")
+            "their own Q4_1 grid (re-quantising changes nothing, hence the added noise)")
