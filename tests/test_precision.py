@@ -50,6 +50,11 @@ def test_the_copy_is_restored_exactly_and_the_error_share_is_measured():
     err = precision.error_share(lm)
     assert len(err) == len(precision.quantised(lm)) and (err["error / std"] > 0).all()
     assert "of a matrix's std" in precision.describe(err)
+    # a stand-in without P2's named layers: the run still completes, those claims are undefined
+    out = precision.run(lab)
+    m = precision.margins(out["values"])
+    assert not m.loc["P2-C1-core", "resolved"] and m["stand-in"].isna()["P2-C1-core"]
+    assert m.loc["P2-C3-delta-value", "movement"] >= 0
 
 
 def test_margins_say_which_claims_the_stand_in_resolves():

@@ -134,10 +134,12 @@ def _degradations(lab: Lab, lm, layers: list[int]) -> dict[str, float]:
         return 100.0 * (ev.evaluate(edit).ppl / base - 1.0)
 
     out = {"base PPL (E0)": base}
+    # the layers P2 names, where the model has them (a smaller stand-in has none of its claims)
     out |= {f"L{l} neighbour average % (E0)": deg(importance.method_edit("neighbour_average", l))
-            for l in NAMED}
-    out[f"×{paper.P2_SCALE_ALPHA.value:g} on S % (E0)"] = deg(
-        edits.edit("scale", layers, alpha=paper.P2_SCALE_ALPHA.value))
+            for l in NAMED if 0 < l < lm.n_layers - 1}
+    if layers:
+        out[f"×{paper.P2_SCALE_ALPHA.value:g} on S % (E0)"] = deg(
+            edits.edit("scale", layers, alpha=paper.P2_SCALE_ALPHA.value))
     return out
 
 
@@ -236,11 +238,17 @@ def margins(values: pd.DataFrame) -> pd.DataFrame:
     resolves it (movement smaller than the distance). P2-C1-peak-size is on the log10 scale."""
     decl = {**P1, **P2}
     rows = []
+    def value(stat: Any, column: str) -> float:
+        try:
+            return float(stat(values[column].dropna().to_dict()))
+        except KeyError:  # a statistic this model has no layers for
+            return math.nan
+
     for cid, (what, stat) in CLAIM_STATISTICS.items():
-        per = {c: float(stat(values[c].to_dict())) for c in values.columns}
+        per = {c: value(stat, c) for c in values.columns}
         v = per.pop("stand-in")
         band = decl[cid].band
-        move = max(abs(x - v) for x in per.values()) if per else math.nan
+        move = max((abs(x - v) for x in per.values()), default=math.nan)
         limits = BOUNDS.get(cid, (math.nan, math.nan))
         edges_ = [e for e in (band.lo, band.hi) if math.isfinite(e) and e not in limits]
         distance = min(abs(v - e) for e in edges_) if edges_ and math.isfinite(v) else math.nan
