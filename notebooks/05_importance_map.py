@@ -74,9 +74,10 @@ tiers.table("05")
 import pandas as pd
 
 from layerlab import claims, profiles, provenance
-from layerlab.anatomy import evalsets, importance, precision
+from layerlab.anatomy import evalsets, importance
 from layerlab.anatomy.lab import Lab
 from layerlab.book import plots
+from layerlab.report import precision
 
 profile = profiles.setup(seed=0)
 lab = Lab(profile)

@@ -104,7 +104,7 @@ HTML(verdicts.html_table(table))
 # angles and lens on a few windows), on the stand-in and on the copies:
 
 # %%
-from layerlab.anatomy import precision
+from layerlab.report import precision
 
 lab = Lab(profile)
 stand_in = precision.run(lab)  # the stand-in and three dithered copies (cached)

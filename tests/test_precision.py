@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from layerlab import profiles
-from layerlab.anatomy import precision
 from layerlab.anatomy.lab import Lab
+from layerlab.report import precision
 
 torch.set_num_threads(1)
 

@@ -62,7 +62,8 @@ def test_an_edited_checkpoint_is_measured_again(tmp_path, monkeypatch):
 
     monkeypatch.setattr(Evaluator, "evaluate", counting)
     second = build(str(ckpt), tmp_path / "r", settings=SMALL, progress=False)
-    assert calls["n"] == 2 * 4 + len(SMALL.alphas)  # every step computed again
+    # every step computed again: the map, the sweep, and the untrained twin's map and ×0.9
+    assert calls["n"] == 2 * 4 + len(SMALL.alphas) + 2 * 4 + 1
     assert second["p2"]["base_ppl"] != first["p2"]["base_ppl"]
     assert second["p2"]["importance"] != first["p2"]["importance"]
     assert second["p1"]["per_layer"]["trained"] != first["p1"]["per_layer"]["trained"]

@@ -56,6 +56,8 @@ SCHEMAS: dict[str, tuple[int, tuple[str, ...]]] = {
     "descriptor_predictability": (1, ()),
     "delta_correlation": (1, ()),
     "recovery": (1, ("e0", "corpora")),
+    "stand_in_precision": (1, ("e0", "corpora")),
+    "stand_in_precision_error": (1, ()),
     "growth": (1, ("corpora",)),
     "growth_tuning": (1, ("corpora",)),
     "manipulation_matched": (1, ("e0", "corpora")),

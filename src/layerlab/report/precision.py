@@ -1,5 +1,7 @@
 """The stand-in's own precision (VERDICTS.md §4; experiment `stand_in_precision`).
 
+Both papers' statistics on one model, so it sits beside the report, which may use both wings.
+
 Every P2 claim and every P1 claim on an offline LLM is measured on SmolLM2-135M-Instruct as a
 4-bit GGUF: each block matrix is Q4_1 (llama.cpp: blocks of 32 weights along a row, each stored
 as a minimum m and a step d = (max − min)/15 in float16 and 4-bit codes, x ≈ m + q·d). How much
