@@ -358,3 +358,21 @@ def test_the_chapter_reads_reports_and_refuses_to_compute_in_cache_only_mode(mon
     assert set(chapter.verdicts(reports).index.get_level_values("id")) == IDS
     monkeypatch.setenv("LAYERLAB_CACHE_ONLY", "1")  # now it is stored: read, not computed
     assert chapter.collect(profile, progress=False)["tiny-llama"]["summary"] == reports["tiny-llama"]["summary"]
+
+
+def test_a_page_does_not_depend_on_the_charts_rendered_before_it_in_the_process():
+    """Altair numbers a layered chart's views from a process-wide counter; the page renames them
+    by order of appearance, so the committed page equals any fresh rendering of report.json."""
+    import altair as alt
+
+    from layerlab import paths
+    from layerlab.report import page
+
+    report = json.loads((paths.REPO_ROOT / "results" / "cpu" / "reports"
+                         / "family-d16-s0" / "report.json").read_text())
+    first = page.render(report)
+    base = alt.Chart(pd.DataFrame({"x": [1, 2]})).mark_line().encode(x="x")
+    for _ in range(3):  # advance the counter as a long build process does
+        alt.layer(base, base.mark_point()).to_dict()
+    assert page.render(report) == first
+    assert "view_1" in first

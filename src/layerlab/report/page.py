@@ -152,6 +152,18 @@ def _table(df: pd.DataFrame, verdict_col: str | None = None, link_col: str | Non
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
 
 
+def _stable_names(spec_json: str) -> str:
+    """Altair names a layered chart's views from a process-wide counter, so the same report
+    rendered in another process (after other charts) would differ: number them by order of
+    appearance instead, and a page depends only on its report.json."""
+    names: dict[str, str] = {}
+
+    def rename(m: re.Match) -> str:
+        return names.setdefault(m.group(0), f"view_{len(names) + 1}")
+
+    return re.sub(r"view_[0-9a-f]+_\d+|view_\d+", rename, spec_json)
+
+
 def _script_safe(text: str) -> str:
     """Text that cannot close the <script> element holding it (JSON and JS alike read `<\\/`
     as `</` inside strings and regular expressions)."""
@@ -225,7 +237,7 @@ def render(report: dict[str, Any]) -> str:
               "embedded.</p>"]
     scripts = "".join(f"<script>{_script_safe((VENDOR / s).read_text(encoding='utf-8'))}</script>"
                       for s in SCRIPTS)
-    embed = _script_safe(json.dumps(specs))
+    embed = _script_safe(_stable_names(json.dumps(specs)))
     boot = (f"<script>const SPECS = {embed};for (const [k, s] of Object.entries(SPECS))"
             "{vegaEmbed('#chart-' + k, s, {actions: false, renderer: 'svg'})"
             ".catch(e => {document.getElementById('chart-' + k).textContent = 'chart error: ' + e;});}"
