@@ -618,16 +618,17 @@ def t_interval(x: "np.ndarray") -> tuple[float, float, float]:
     return m, m - half, m + half
 
 
-def _judged(cv: "pd.DataFrame", *, seeds_needed: int = 2) -> tuple[str, "pd.DataFrame", list[str]]:
-    """The regime the claims are judged in (the paper regime), its paired seeds and the failed
-    preconditions common to the four C6 claims."""
+def _judged(cv: "pd.DataFrame", *, seeds_needed: int = 2, arm: str = "gtt",
+            label: str = "GTT") -> tuple[str, "pd.DataFrame", list[str]]:
+    """The regime the claims are judged in (the paper regime), `arm`'s seeds paired with
+    uniform's and the failed preconditions common to the C6 claims."""
     regime = TUNED if TUNED in set(cv["regime"]) else str(cv["regime"].iloc[0])
-    p = paired(cv, regime=regime)
+    p = paired(cv, arm=arm, regime=regime)
     problems = []
     if regime != TUNED:
         problems.append(f"not the paper's regime: no '{TUNED}' runs (the tuned memorised set)")
     if len(p) < seeds_needed:
-        problems.append(f"{len(p)} paired seed(s) of GTT and uniform: an interval needs "
+        problems.append(f"{len(p)} paired seed(s) of {label} and uniform: an interval needs "
                         f"{seeds_needed}")
     return regime, p, problems
 
@@ -682,16 +683,9 @@ def unit_for(cv: "pd.DataFrame", claim_id: str) -> tuple[claims.Unit, dict[str, 
 def paper_arm_unit(cv: "pd.DataFrame") -> tuple[claims.Unit, dict[str, Any]]:
     """P2-C6-half-budget read as the paper's own arm: GTT at 416 of uniform's 656 optimizer
     steps (63 %), paired by seed with uniform at full budget."""
-    regime = TUNED if TUNED in set(cv["regime"]) else str(cv["regime"].iloc[0])
+    regime, p, problems = _judged(cv, arm=PAPER_ARM, label="the paper's GTT arm")
     name = f"{regime}, paper's arm: {PAPER_STEP_SHARE:.0%} of optimizer steps"
-    p = paired(cv, arm=PAPER_ARM, regime=regime)
     info: dict[str, Any] = {"seeds": [int(s) for s in p.index]}
-    problems = []
-    if regime != TUNED:
-        problems.append(f"not the paper's regime: no '{TUNED}' runs")
-    if len(p) < 2:
-        problems.append(f"{len(p)} paired seed(s) of the paper's GTT arm and uniform: an "
-                        "interval needs 2")
     if len(p):
         info["step_share"] = float((p["step"] / p["step_uniform"]).mean())
         info["layer_steps_share"] = float((p["layer_steps"] / p["layer_steps_uniform"]).mean())

@@ -180,23 +180,33 @@ def no_damage_items(cfg: RecoveryConfig) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _stored(lab: Lab, todo: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Every run `todo` names (fixed σ, equal damage or no damage), each cached as it finishes
+    under the recovery key; the training windows are built once per seed."""
+    cfg = config_for(lab)
+    windows: dict[int, torch.Tensor] = {}
+
+    def compute(_name: str, item: dict[str, Any]) -> dict[str, Any]:
+        seed = item["seed"]
+        if seed not in windows:
+            windows[seed] = training_windows(lab.lm.tokenizer, cfg, seed)
+        if item["condition"] == NO_DAMAGE:
+            return recover(lab, item["layer"], 0.0, cfg, windows=windows[seed], seed=seed,
+                           damage=False)
+        sigma = (cfg.sigma if item["condition"] == "fixed σ"
+                 else calibrate_sigma(lab, item["layer"], cfg, seed=seed))
+        return recover(lab, item["layer"], sigma, cfg, windows=windows[seed], seed=seed)
+
+    return lab.cache.for_each("recovery", lab.key(recovery=cfg.key()), todo, compute,
+                              progress=lab.progress)
+
+
 def run_no_damage(lab: Lab) -> pd.DataFrame:
     """The no-damage control (VERDICTS.md: "recovered" is judged against it): each fixed-σ run's
     layer fine-tuned on the same batches with no noise, to the step limit. Cached per run beside
     the damaged runs (same key, items `no-damage-…`). Its curves: layer, seed, step, ppl."""
-    cfg = config_for(lab)
-    key = lab.key(recovery=cfg.key())
-    windows: dict[int, torch.Tensor] = {}
-
-    def compute(name: str, item: dict[str, Any]) -> dict[str, Any]:
-        seed = item["seed"]
-        if seed not in windows:
-            windows[seed] = training_windows(lab.lm.tokenizer, cfg, seed)
-        return recover(lab, item["layer"], 0.0, cfg, windows=windows[seed], seed=seed,
-                       damage=False)
-
-    todo = no_damage_items(cfg)
-    stored = lab.cache.for_each("recovery", key, todo, compute, progress=lab.progress)
+    todo = no_damage_items(config_for(lab))
+    stored = _stored(lab, todo)
     return pd.DataFrame([{"layer": item["layer"], "seed": item["seed"], **c}
                          for name, item in todo.items() for c in stored[name]["curve"]])
 
@@ -205,19 +215,8 @@ def run(lab: Lab) -> dict[str, pd.DataFrame]:
     """Both conditions (fixed σ, equal damage) for every configured layer, cached per run: an
     interrupted sweep resumes at the first run it had not finished."""
     cfg = config_for(lab)
-    key = lab.key(recovery=cfg.key())
-    windows: dict[int, torch.Tensor] = {}
-
-    def compute(name: str, item: dict[str, Any]) -> dict[str, Any]:
-        seed = item["seed"]
-        if seed not in windows:
-            windows[seed] = training_windows(lab.lm.tokenizer, cfg, seed)
-        sigma = (cfg.sigma if item["condition"] == "fixed σ"
-                 else calibrate_sigma(lab, item["layer"], cfg, seed=seed))
-        return recover(lab, item["layer"], sigma, cfg, windows=windows[seed], seed=seed)
-
     todo = items(cfg)
-    stored = lab.cache.for_each("recovery", key, todo, compute, progress=lab.progress)
+    stored = _stored(lab, todo)
     rows, curves = [], []
     for name, item in todo.items():
         r = stored[name]
