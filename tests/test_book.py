@@ -1,5 +1,5 @@
 """The book builds strictly, and every page of the built site works in a real browser with
-no network: the site serves its own chart, widget and maths scripts (book/_ext/offline_assets.py).
+no network: the site serves its own chart and maths scripts (book/_ext/offline_assets.py).
 
 The browser test records every request. A request for a file the site does not have, or for
 anything outside the site, fails the test: no substitution, no allow-list. A chart that draws
@@ -21,7 +21,6 @@ import yaml
 pytestmark = pytest.mark.book
 
 ROOT = Path(__file__).resolve().parents[1]
-NODE = ROOT / "tests" / "browser" / "node_modules"
 ORIGIN = "http://layerlab.test/"
 ALLOWED_PAGE_ERRORS = ("THEBE_JS_URL",)  # sphinx-thebe declares it twice in JB1; harmless
 
@@ -136,13 +135,6 @@ VISIBLE_MARKS = """() => [...document.querySelectorAll('.vega-embed svg.marks')]
 }).length"""
 
 
-def _widget_bars(notebook: Path) -> int:
-    nb = json.loads(notebook.read_text())
-    state = nb.get("metadata", {}).get("widgets", {}).get(
-        "application/vnd.jupyter.widget-state+json", {}).get("state", {})
-    return sum(w.get("model_name") == "FloatProgressModel" for w in state.values())
-
-
 @pytest.mark.parametrize("doc", _toc_docnames())
 def test_page_renders_in_headless_chromium(built_site, browser, doc):
     refused: list[str] = []
@@ -156,14 +148,12 @@ def test_page_renders_in_headless_chromium(built_site, browser, doc):
     page.goto(f"{ORIGIN}{doc}.html", wait_until="load")
     notebook = ROOT / f"{doc}.ipynb"
     charts = _altair_outputs(notebook) if notebook.is_file() else 0
-    bars = _widget_bars(notebook) if notebook.is_file() else 0
     maths = "math notranslate" in (built_site / f"{doc}.html").read_text()
-    # the lazy loads (Altair's injected scripts, MathJax, widget fonts) happen while rendering
+    # the lazy loads (Altair's injected scripts, MathJax) happen while rendering; the site has no
+    # widget manager (_config.yml), so a widget left in a notebook's outputs draws nothing
     if charts:
         page.wait_for_function("document.querySelectorAll('.vega-embed svg.marks, "
                                f".vega-embed canvas.marks').length >= {charts}", timeout=30_000)
-    if bars:
-        page.wait_for_selector(".widget-hprogress", timeout=30_000)
     if maths:
         page.wait_for_selector("mjx-container", timeout=30_000)
     page.wait_for_timeout(500)

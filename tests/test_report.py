@@ -325,19 +325,14 @@ def test_the_page_renders_offline_in_headless_chromium(tmp_path, browser):
     assert not refused and not errors, (refused, errors)
 
 
-def test_the_embedded_chart_libraries_are_the_pinned_npm_builds():
-    """The report page embeds its own copies; they must be the versions the site pins (and
-    that Altair's specs ask for), byte for byte where the npm packages are installed."""
+def test_the_embedded_chart_libraries_are_the_version_altair_asks_for():
+    """The report page embeds its own copies (the book's site serves the same files, and
+    tests/test_offline_assets.py reads all three versions); Vega-Lite must be the version
+    Altair's specs ask for."""
     import altair as alt
 
     vendor = Path(__file__).parents[1] / "src" / "layerlab" / "report" / "vendor"
-    node = Path(__file__).parents[1] / "tests" / "browser" / "node_modules"
     assert f'"{alt.SCHEMA_VERSION.lstrip("v")}"' in (vendor / "vega-lite.min.js").read_text()
-    if not node.is_dir():
-        pytest.skip("npm packages not installed (make test installs them)")
-    for lib, file in (("vega", "vega.min.js"), ("vega-lite", "vega-lite.min.js"),
-                      ("vega-embed", "vega-embed.min.js")):
-        assert (vendor / file).read_bytes() == (node / lib / "build" / file).read_bytes(), file
 
 
 def test_the_chapter_reads_reports_and_refuses_to_compute_in_cache_only_mode(monkeypatch, tmp_path):

@@ -36,7 +36,9 @@ def execute_notebook(py_path: Path, profile: str, timeout: int | None = None, *,
     """Run the paired notebook of `py_path` in a fresh kernel; write the executed .ipynb.
 
     The .py twin is the source: its cells replace the .ipynb's, so the pair is in sync by
-    construction. Widget state is stored so sliders and progress bars render in the HTML.
+    construction. The kernel runs with `LAYERLAB_PROGRESS=0` (layerlab.progress), so the pages
+    hold no progress bars, and no widget state is stored: the site has no widget manager
+    (_config.yml) and no widgets to show.
     """
     import jupytext
     import nbformat
@@ -44,8 +46,9 @@ def execute_notebook(py_path: Path, profile: str, timeout: int | None = None, *,
 
     nb = jupytext.read(py_path)
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    with environ(LAYERLAB_PROFILE=profile):  # the kernel inherits the environment
-        NotebookClient(nb, timeout=timeout, kernel_name="python3", store_widget_state=True,
+    # the kernel inherits the environment
+    with environ(LAYERLAB_PROFILE=profile, LAYERLAB_PROGRESS="0"):
+        NotebookClient(nb, timeout=timeout, kernel_name="python3", store_widget_state=False,
                        resources={"metadata": {"path": str(cwd or py_path.parent)}}).execute()
     out = out or py_path.with_suffix(".ipynb")
     nbformat.write(nb, out)

@@ -18,7 +18,7 @@ def block_nll(lm: LoadedModel, blocks: torch.Tensor, *, batch_size: int = 4,
 
     A BOS in position 0 is context only; every later token is predicted from all before it.
     """
-    from tqdm.auto import tqdm
+    from layerlab.progress import tqdm
 
     if blocks.ndim != 2 or blocks.shape[1] < 2:
         raise ValueError(f"blocks must be [n, seq_len>=2], got {tuple(blocks.shape)}")

@@ -268,7 +268,7 @@ def collect(lm: models.LoadedModel, batches: Iterable[dict[str, torch.Tensor]], 
     sum over tokens, so the result does not depend on the chunk, and host memory holds the
     batch's states once plus one chunk's working copies (not ~4x the states: Pythia-12b's
     8 x 1,024-token batch would need ~26 GB)."""
-    from tqdm.auto import tqdm
+    from layerlab.progress import tqdm
 
     L = lm.n_layers
     acc = {"hf": StatsAccumulator(L), "raw": StatsAccumulator(L)}

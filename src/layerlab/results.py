@@ -347,7 +347,7 @@ class Cache:
 
         A rerun after an interruption recomputes only the items that have no stored result.
         """
-        from tqdm.auto import tqdm
+        from layerlab.progress import tqdm
 
         keys = self._item_keys(config, items)
         out: dict[str, Any] = {} if force else self.stored_items(experiment, config, items)

@@ -159,7 +159,7 @@ class Evaluator:
     # -- edited models -------------------------------------------------------------------------
     @torch.no_grad()
     def _run_from(self, start: int) -> Scores:
-        from tqdm.auto import tqdm
+        from layerlab.progress import tqdm
 
         nll = torch.zeros(len(self.evalset.ids), dtype=torch.float64)
         for b, batch in enumerate(tqdm(self.batches, disable=not self.progress, leave=False)):

@@ -326,7 +326,7 @@ def train_arm(prog: Program, cfg: GrowthConfig, tok, *, progress: bool = True,
               stop_after: int | None = None, device: str | None = None) -> dict[str, Any]:
     """Run one program (resuming from its checkpoint); the curve holds every budget measure.
     Trains on the GPU when there is one (`device` overrides); the checkpoint is device-free."""
-    from tqdm.auto import tqdm
+    from layerlab.progress import tqdm
 
     device = device or models.default_device()
     vocab = len(tok)

@@ -38,7 +38,7 @@ def norm_profile(lm: models.LoadedModel, blocks: torch.Tensor) -> list[dict[str,
 def survey_model(name: str, profile: Profile) -> dict[str, Any]:
     """Load one model and measure it on every corpus of the profile."""
     lm = models.load(name, device=models.default_device())
-    from tqdm.auto import tqdm
+    from layerlab.progress import tqdm
 
     ppl = {}
     for source in tqdm(corpora_for(profile), desc=f"perplexity {name}", leave=False):

@@ -327,10 +327,9 @@ def context_summary(arrays: dict[str, np.ndarray]) -> dict[str, Any]:
 def by_context(profile, cache=None, *, progress: bool = True) -> pd.DataFrame:
     """Bulk fraction against context length T, without and with a BOS token at position 0, for
     the profile's context models; each (model, T, BOS) cached as soon as it finishes."""
-    from tqdm.auto import tqdm
-
     from layerlab import hidden, results
     from layerlab.depth import geometry
+    from layerlab.progress import tqdm
 
     cache = cache or results.Cache(profile.name)
     cfg = geometry.config_for(profile)

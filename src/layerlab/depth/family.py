@@ -96,7 +96,7 @@ def train(depth: int, cfg: FamilyConfig, seed: int | None = None, *, progress: b
     Trains on the GPU when there is one (`device` overrides); the checkpoint is device-free.
     `stop_after` ends the run early after that many steps, as an interruption would (tests).
     """
-    from tqdm.auto import tqdm
+    from layerlab.progress import tqdm
 
     seed = _seed(cfg, seed)
     lm = build(depth, cfg, seed, device)

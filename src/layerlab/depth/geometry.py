@@ -102,7 +102,7 @@ def run(profile: Profile, cache: results.Cache | None = None, *, progress: bool 
         only: list[str] | None = None) -> dict[str, dict[str, Any]]:
     """`measure` every model of the profile; each model's results are stored as soon as it
     finishes, so an interrupted run (a Colab disconnect) resumes at the next model."""
-    from tqdm.auto import tqdm
+    from layerlab.progress import tqdm
 
     cache = cache or results.Cache(profile.name)
     out = {}
@@ -333,7 +333,7 @@ def controls(profile: Profile, cache: results.Cache | None = None, *,
              progress: bool = True, only: list[str] | None = None) -> pd.DataFrame:
     """Per-sequence statistics of every control model, trained and untrained (one row per
     sequence), each model cached as soon as it finishes."""
-    from tqdm.auto import tqdm
+    from layerlab.progress import tqdm
 
     cache = cache or results.Cache(profile.name)
     cfg = config_for(profile)

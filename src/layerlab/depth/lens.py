@@ -105,10 +105,9 @@ EXPERIMENT = "ce_lens"
 def run(profile, cache=None, *, progress: bool = True, only: list[str] | None = None):
     """The lens on every LLM of the profile and the first-seed family members with a middle,
     each beside its untrained twin; one row per (model, trained), cached model by model."""
-    from tqdm.auto import tqdm
-
     from layerlab import corpus, results
     from layerlab.depth import family, geometry
+    from layerlab.progress import tqdm
 
     cache = cache or results.Cache(profile.name)
     cfg, fam = geometry.config_for(profile), family.config_for(profile)

@@ -209,7 +209,7 @@ class Sweep:
         return (totals / self.cfg.eval_batches).tolist()
 
     def run(self, progress: bool = True) -> dict[str, Any]:
-        from tqdm.auto import tqdm
+        from layerlab.progress import tqdm
 
         curve = []
         for _ in tqdm(range(self.cfg.steps), desc=f"{self.cfg.teacher} T={self.cfg.temperature}",
@@ -395,9 +395,8 @@ def run_sweeps(profile, cache=None, *, only: list[str] | None = None, progress: 
     """Every sweep of the profile. Missing students train as batched groups of sweeps
     (`batched`, the default) or sweep by sweep; each is stored when its group finishes and a
     rerun resumes (a group from its checkpoint; a sweep given a deeper student trains only it)."""
-    from tqdm.auto import tqdm
-
     from layerlab import results
+    from layerlab.progress import tqdm
 
     cache = cache or results.Cache(profile.name)
     configs = {k: v for k, v in sweep_configs(profile).items() if only is None or k in only}

@@ -283,7 +283,7 @@ class Grid:
         """Train to the configured steps, evaluating every `eval_every`; stop early (state intact)
         once `time.monotonic()` passes `deadline`. Saves to `checkpoint` every `checkpoint_every`
         steps and when it stops. True when finished."""
-        from tqdm.auto import tqdm
+        from layerlab.progress import tqdm
 
         bar = tqdm(total=self.cfg.steps, initial=self.step_count, disable=not progress,
                    desc=f"toy grid ({len(self.names)} sweeps)", leave=False)

@@ -152,9 +152,8 @@ def trace(lm: models.LoadedModel, fact: Fact, *, noise: float, samples: int,
 
 def run(profile, cache=None, *, progress: bool = True) -> dict[str, list[dict[str, Any]]]:
     """Every fact on every tracing model of the profile, cached model by model."""
-    from tqdm.auto import tqdm
-
     from layerlab import results
+    from layerlab.progress import tqdm
     from layerlab.settings import TracingSettings
 
     cfg = TracingSettings.from_profile(profile)
