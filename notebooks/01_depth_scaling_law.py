@@ -16,7 +16,12 @@
 # # 1. The depth exponent α_ℓ in Chinchilla's training runs (P1, Fig. 2f)
 #
 # **Claim.** P1 fits a loss law with separate width, depth and data terms,
-#
+
+# %% [markdown]
+# ```{glue} finding
+# ```
+
+# %% [markdown]
 # $$L(m, \ell, D) = \frac{c_m}{m^{\alpha_m}} + \frac{c_\ell}{\ell^{\alpha_\ell}} + \frac{c_D}{D^{\alpha_D}} + L_0,$$
 #
 # to the 245 training runs of Chinchilla (Hoffmann et al., 2022) and reports
@@ -221,7 +226,8 @@ scan.pivot(index="cut", columns="recipe", values="alpha_l").join(
 
 # %%
 ident = scaling.identifiability(converged, data)
-print("variance inflation factors:", {k: round(v) for k, v in ident["vif"].items()})
+print("Variance inflation factor of each parameter's column: "
+      + ", ".join(f"{k} {v:,.0f}" for k, v in ident["vif"].items()) + ".")
 ident["corr"].round(3)
 
 # %% [markdown]

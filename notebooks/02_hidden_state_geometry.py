@@ -17,7 +17,12 @@
 #
 # **Claims.** P1 looks at how the residual stream h_l of Pythia, Qwen2.5 and OPT moves from
 # block to block and reports (paper reported, qualitative):
-#
+
+# %% [markdown]
+# ```{glue} finding
+# ```
+
+# %% [markdown]
 # 1. only the first and last blocks rotate the hidden state strongly; the middle blocks make
 #    small, similar updates;
 # 2. the average middle-layer update shrinks as **1/ℓ** across models of different depth ℓ;

@@ -23,7 +23,12 @@
 # of the same order) and its **meaning** as secondaries — that the minority has stopped early a
 # quarter of the way in while the bulk is still moving evenly — against a control that keeps
 # every token's values but shuffles its layer order; the position-0 share is shown beside.
-#
+
+# %% [markdown]
+# ```{glue} finding
+# ```
+
+# %% [markdown]
 # **What is unknown.** The paper's PCA code, its features and its cluster rule are not public.
 # We implement the documented candidates and report all of them rather than picking the one that
 # lands closest to 99.6 %:

@@ -17,7 +17,12 @@
 #
 # **Claims.** P1 trains residual "students" of several depths to imitate a deep "teacher" and
 # fits how the student's loss falls with its depth, loss ∝ ℓ^(−α_ℓ) (paper reported):
-#
+
+# %% [markdown]
+# ```{glue} finding
+# ```
+
+# %% [markdown]
 # - a teacher whose 128 blocks are **independent** gives α_ℓ ≈ 1 at every temperature: the
 #   student can only average, as LLMs seem to;
 # - a **weight-tied** teacher (one block iterated: a smooth flow) gives a much steeper α_ℓ (≈ 3)

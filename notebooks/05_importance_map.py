@@ -20,7 +20,12 @@
 # L8–11** with the peak at **L11 (+63,419 %)**, I/O layers at both ends, connective tissue that
 # costs under 30 %, and two **anti-layers, L14 and L17**, whose ablation *improves* perplexity
 # (paper reported, −0.6 % each).
-#
+
+# %% [markdown]
+# ```{glue} finding
+# ```
+
+# %% [markdown]
 # **Method.** For each layer l we edit the model in place, measure perplexity on two evaluation
 # sets, and restore the weights bit for bit (no reloads; `layerlab.anatomy.edits`). An edit of
 # layer l cannot change what enters layer l, so the evaluator keeps every block's input from one

@@ -13,12 +13,17 @@
 # ---
 
 # %% [markdown]
-# # 6. Five ways to edit redundant layers, and why only one is harmless (P2, C4)
+# # 6. Five ways to edit redundant layers: is only ×0.9 scaling harmless? (P2, C4)
 #
 # **Claim.** Of five weight-manipulation strategies tested on redundant layers, **only scaling
 # by α = 0.9 preserves model quality** (+19 % perplexity, paper reported); zeroing, cloning,
 # mixing and low-rank mixing cost up to "millions of percent".
-#
+
+# %% [markdown]
+# ```{glue} finding
+# ```
+
+# %% [markdown]
 # **Method** (exact forms unknown; our reading, `layerlab.anatomy.edits`). Linear matrices are
 # edited, norms kept, unless stated:
 #
@@ -176,7 +181,7 @@ gens = strategies.generations(lab, S)
 strategies.generation_summary(gens)
 
 # %%
-gens.pivot(index="condition", columns="prompt", values="text")
+strategies.generation_texts(gens)
 
 # %% [markdown]
 # ## Verdict

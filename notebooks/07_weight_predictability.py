@@ -19,7 +19,12 @@
 # predicts a layer's MLP gate_proj weights from earlier layers. Yet replacing real layers by the
 # predictions is catastrophic: one predicted layer raises perplexity from 22.60 to 26.22, nine or
 # more push it above 100,000 (paper reported; the paper blames "nonlinear error accumulation").
-#
+
+# %% [markdown]
+# ```{glue} finding
+# ```
+
+# %% [markdown]
 # **Method.** The paper's protocol is unknown, so all three readings of the spec run on every
 # tensor type (`layerlab.anatomy.weights`):
 #

@@ -18,7 +18,12 @@
 # **Claim.** The correlation between consecutive weight deltas, corr(Δ_l, Δ_{l+1}) with
 # Δ_l = W_{l+1} − W_l, is ≈ **−0.50** across components: a "universal oscillatory delta
 # pattern" (paper reported).
-#
+
+# %% [markdown]
+# ```{glue} finding
+# ```
+
+# %% [markdown]
 # **The null, in closed form.** Write W_l = μ + E_l with any shared structure μ and independent,
 # zero-mean E_l of variance σ_l². The shared part cancels in the deltas and
 #

@@ -18,7 +18,12 @@
 # **Claim.** Recovery speed after damage correlates with layer importance: at 50 % noise the core
 # layers L8 and L11 need about **200 fine-tuning steps** to recover, while the anti-layers L14
 # and L17 recover **at once** (paper reported; no correlation coefficient given).
-#
+
+# %% [markdown]
+# ```{glue} finding
+# ```
+
+# %% [markdown]
 # **Method** (the paper's protocol is not published; our reading, `layerlab.anatomy.recovery`).
 # Add Gaussian noise of σ × each matrix's std to the seven matrices of one layer; fine-tune
 # **only that layer** with AdamW (lr 10⁻⁴, no weight decay) on Wikipedia training text, which

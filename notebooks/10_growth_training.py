@@ -20,7 +20,12 @@
 # out — and reaches **4.7× lower validation loss** than uniform training (0.127 vs 0.599) on a
 # 9.57 M-parameter 12-layer model, **13 % faster**; at **50 % of the budget** it beats uniform
 # training at 100 %, for a "**~54 % cost reduction**" (paper reported).
-#
+
+# %% [markdown]
+# ```{glue} finding
+# ```
+
+# %% [markdown]
 # **What can be reconstructed.** The paper gives phase names, not data, tokenizer, widths or
 # learning rates (spec §9). We build the 12-layer Llama-style model the parameter count implies
 # (d = 128, 4 heads, SwiGLU 512), map SmolLM2's classes onto it proportionally (core L3–4, anti

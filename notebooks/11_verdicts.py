@@ -15,6 +15,23 @@
 # %% [markdown]
 # # 11. The verdict: every claim, the paper's number beside ours
 #
+# The answer first — the tally by paper, counted per claim and per finding (claims read from one
+# experiment count once) — then every claim on one line; click *details* for its band, control and
+# the step that decided it, or a claim to open its chapter.
+
+# %% tags=["remove-input"]
+from IPython.display import HTML
+
+from layerlab import profiles
+from layerlab.book import findings, verdicts
+
+profile = profiles.setup(seed=0)
+table = verdicts.table(profile.name)
+HTML(findings.tally_html(table) + verdicts.compact_html(table))
+
+# %% [markdown]
+# ## How to read it
+#
 # This chapter reads the claims register that every chapter writes (`layerlab.claims`) and puts
 # all of it in one place: for each claim of the two papers, what the paper reported, what we
 # measured and on what, the tolerance the verdict used, and the verdict. Nothing here is typed:
@@ -66,16 +83,12 @@ from layerlab.book import tiers
 tiers.table("11")
 
 # %%
-from IPython.display import HTML
-
-from layerlab import profiles, provenance
+from layerlab import provenance
 from layerlab.anatomy import importance
 from layerlab.anatomy.lab import Lab
-from layerlab.book import plots, verdicts
+from layerlab.book import plots
 from layerlab.depth import family, geometry
 
-profile = profiles.setup(seed=0)
-table = verdicts.table(profile.name)
 print(f"profile {profile.name}: {len(table)} claims in {table['finding'].nunique()} findings")
 verdicts.finding_counts(table)
 
@@ -89,7 +102,9 @@ verdicts.sources(table)
 plots.verdict_chart(table)
 
 # %%
-HTML(verdicts.html_table(table))
+# the same claims with every column, folded
+HTML("<details class='ll-folded'><summary>Every column of every claim (click to open)</summary>"
+     + verdicts.html_table(table) + "</details>")
 
 # %% [markdown]
 # ## How precise is the 4-bit stand-in?
@@ -138,7 +153,7 @@ verdicts.spearman_matrix(layers)
 
 # %%
 (plots.cross_paper_scatter(layers, "theta", "skip deg %", "Removal damage vs P1's layer angle")
- | plots.cross_paper_scatter(layers, "rel_update", "neighbour-average deg %",
+ & plots.cross_paper_scatter(layers, "rel_update", "neighbour-average deg %",
                              "Neighbour-average damage vs update size"))
 
 # %% [markdown]
@@ -153,7 +168,7 @@ losses = geometry.family_losses(fam)
 losses.pivot_table(index="depth", columns="seed", values="val_loss").round(4)
 
 # %%
-verdicts.family_scaling(losses)
+verdicts.family_scaling_table(losses)
 
 # %% [markdown]
 # The fit uses the seed means. With a handful of depths the exponent and the floor trade off;

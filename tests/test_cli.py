@@ -46,3 +46,21 @@ def test_execute_refuses_dirty_tree_for_committed_results(monkeypatch):
     cli.refuse_dirty_results("smoke")  # not committed: allowed
     monkeypatch.setattr(provenance, "git_commit", lambda: "abc123")
     cli.refuse_dirty_results("cpu")  # clean: allowed
+
+
+def test_code_cells_are_folded_on_the_page_unless_they_chose_otherwise():
+    import nbformat
+
+    from layerlab import cli
+
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# title"),
+        nbformat.v4.new_code_cell("x = 1"),
+        nbformat.v4.new_code_cell("setup()", metadata={"tags": ["remove-cell"]}),
+        nbformat.v4.new_code_cell("HTML(answer)", metadata={"tags": ["remove-input"]}),
+    ])
+    cli.fold_code(nb)
+    assert "tags" not in nb.cells[0].metadata
+    assert nb.cells[1].metadata["tags"] == ["hide-input"]
+    assert nb.cells[2].metadata["tags"] == ["remove-cell"]
+    assert nb.cells[3].metadata["tags"] == ["remove-input"]

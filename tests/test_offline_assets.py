@@ -124,3 +124,14 @@ def test_add_vega_warns_when_a_page_asks_for_another_version(monkeypatch):
     assert '"vegalite_version": "6.4.1"' in scripts[-1][1]["body"]
     page('maybeLoadScript("vega-lite", "5.20.1")')
     assert len(warned) == 1 and "vega-lite" in warned[0]
+
+
+def test_report_pages_in_the_site_link_back_to_the_book():
+    spec = importlib.util.spec_from_file_location(
+        "report_pages", Path(__file__).resolve().parents[1] / "book" / "_ext" / "report_pages.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    page = mod.with_way_back("<html><head></head><body class='x'><h1>r</h1></body></html>")
+    assert page.index("12_your_model.html") < page.index("<h1>") and "<body class='x'>" in page
+    with pytest.raises(ValueError, match="body"):
+        mod.with_way_back("<html></html>")

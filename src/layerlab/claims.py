@@ -36,6 +36,11 @@ class Verdict(StrEnum):
     NOT_DIAGNOSTIC = "not diagnostic"  # the negative control passes the same rule
 
 
+# one colour per verdict, everywhere in the book (charts, tables, callouts)
+VERDICT_COLOURS: dict[str, str] = {
+    "reproduced": "#59a14f", "partly reproduced": "#edc948", "not reproduced": "#e15759",
+    "not testable at this budget": "#bab0ac", "not diagnostic": "#76b7b2"}
+
 REPRODUCED = Verdict.REPRODUCED
 PARTLY = Verdict.PARTLY
 NOT_REPRODUCED = Verdict.NOT_REPRODUCED
@@ -335,11 +340,83 @@ def register(claim: Claim, profile: str, cache: results.Cache | None = None) -> 
     return claim
 
 
-def record(found: list[Claim], profile: str, cache: results.Cache | None = None):
-    """Register every claim of a chapter and return them as its display table."""
+def record(found: list[Claim], profile: str, cache: results.Cache | None = None) -> "ChapterVerdicts":
+    """Register every claim of a chapter and return them as its display table. In a notebook it
+    also glues the chapter's "Finding" callout (`finding_html`) under the name `finding`, which
+    the chapter shows under its claim, at the top of the page."""
     for claim in found:
         register(claim, profile, cache)
-    return table(found)
+    _glue("finding", finding_html(found))
+    return ChapterVerdicts(found)
+
+
+def badge(verdict: str) -> str:
+    """A verdict as a coloured label (HTML)."""
+    import html
+
+    colour = VERDICT_COLOURS.get(str(verdict), "#bab0ac")
+    return f'<span class="ll-verdict" style="background:{colour}">{html.escape(str(verdict))}</span>'
+
+
+def _brief(text: str, limit: int = 180) -> str:
+    text = str(text)
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " …"
+
+
+def _first_sentence(text: str) -> str:
+    return str(text).split(" (")[0].rstrip(".")
+
+
+def finding_html(found: list[Claim]) -> str:
+    """The chapter's answer: each claim's coloured verdict and the step that decided it, each
+    linking to its line on the page "What we found"."""
+    import html
+
+    items = "".join(
+        f'<li>{badge(c.verdict)} <a href="13_what_we_found.html#{html.escape(c.id)}">'
+        f"{html.escape(c.statement)}</a> — {html.escape(_first_sentence(c.decided_by))}.</li>"
+        for c in found)
+    return (f'<div class="admonition ll-finding-callout"><p class="admonition-title">Finding</p>'
+            f"<ul>{items}</ul></div>")
+
+
+def _glue(name: str, html_text: str) -> None:
+    """Glue HTML for the page (myst-nb) when running in a notebook; a no-op elsewhere."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import HTML
+        from myst_nb import glue
+    except ImportError:  # outside the book's environment (a plain script, Colab without myst-nb)
+        return
+    if get_ipython() is not None:
+        glue(name, HTML(html_text), display=False)
+
+
+class ChapterVerdicts(list):
+    """A chapter's claims; shown as a compact table (claim, paper reported, ours, verdict) whose
+    band, control and deciding step open on a click."""
+
+    def _repr_html_(self) -> str:
+        import html
+
+        rows = []
+        for c in self:
+            rows.append(
+                f"<tr><td><strong>{html.escape(c.id)}</strong><br>{html.escape(c.statement)}</td>"
+                f"<td>{html.escape(str(c.paper_value))}</td>"
+                f"<td>{html.escape(_brief(c.ours))}</td>"
+                f"<td>{badge(c.verdict)}<details><summary>details</summary>"
+                f"<p><em>ours</em>: {html.escape(str(c.ours))}</p>"
+                f"<p><em>band and control</em>: {html.escape(str(c.rule))}</p>"
+                f"<p><em>decided by</em>: {html.escape(str(c.decided_by))}</p></details></td>"
+                "</tr>")
+        return ('<div class="ll-scroll"><table class="ll-chapter-verdicts"><thead><tr>'
+                "<th>claim</th><th>paper reported</th><th>ours</th><th>verdict</th></tr></thead>"
+                "<tbody>"
+                + "".join(rows) + "</tbody></table></div>")
+
+    def to_frame(self):
+        return table(list(self))
 
 
 def collect(profile: str, cache: results.Cache | None = None):

@@ -31,12 +31,23 @@ def environ(**values: str) -> Iterator[None]:
                 os.environ[k] = v
 
 
+def fold_code(nb) -> None:
+    """Tag every shown code cell `hide-input`: pages lead with prose and results, and the code
+    is one click away (cells tagged remove-* or hide-* keep their own choice)."""
+    for cell in nb.cells:
+        tags = cell.metadata.setdefault("tags", [])
+        if cell.cell_type == "code" and not any(t.startswith(("remove", "hide")) for t in tags):
+            tags.append("hide-input")
+        if not tags:
+            del cell.metadata["tags"]
+
+
 def execute_notebook(py_path: Path, profile: str, timeout: int | None = None, *,
                      cwd: Path | None = None, out: Path | None = None) -> Path:
     """Run the paired notebook of `py_path` in a fresh kernel; write the executed .ipynb.
 
     The .py twin is the source: its cells replace the .ipynb's, so the pair is in sync by
-    construction. The kernel runs with `LAYERLAB_PROGRESS=0` (layerlab.progress), so the pages
+    construction. Code cells are folded on the page (`fold_code`). The kernel runs with `LAYERLAB_PROGRESS=0` (layerlab.progress), so the pages
     hold no progress bars, and no widget state is stored: the site has no widget manager
     (_config.yml) and no widgets to show.
     """
@@ -45,6 +56,7 @@ def execute_notebook(py_path: Path, profile: str, timeout: int | None = None, *,
     from nbclient import NotebookClient
 
     nb = jupytext.read(py_path)
+    fold_code(nb)
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     # the kernel inherits the environment
     with environ(LAYERLAB_PROFILE=profile, LAYERLAB_PROGRESS="0"):

@@ -378,6 +378,9 @@ def setup(name: str | None = None, *, seed: int = 0) -> Profile:
     import torch
 
     pd.set_option("display.max_colwidth", 300)
+    from layerlab import folded
+
+    folded.install()  # NaN as a dash with a note; wide tables scroll in their own wrapper
 
     threads = os.environ.get("LAYERLAB_THREADS")
     if threads:

@@ -77,10 +77,26 @@ def collect(profile: str | None = None, **extra: Any) -> dict[str, Any]:
     return record
 
 
+def shown(value: Any) -> str:
+    """A value as words: lists joined, settings as `name = value` pairs (no raw reprs), floats
+    to six significant digits."""
+    if isinstance(value, dict):
+        return "; ".join(f"{k} = {shown(v)}" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return ", ".join(shown(v) for v in value)
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if hasattr(value, "__dataclass_fields__"):
+        return shown({f: getattr(value, f) for f in value.__dataclass_fields__})
+    return str(value)
+
+
 def table(record: dict[str, Any]):
     """The record as a two-column DataFrame, for the provenance block of a notebook."""
     import pandas as pd
 
-    rows = [(k, ", ".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v))
-            for k, v in record.items()]
-    return pd.DataFrame(rows, columns=["field", "value"]).set_index("field")
+    rows = [(k, shown(v)) for k, v in record.items()]
+    from layerlab.folded import fold
+
+    return fold(pd.DataFrame(rows, columns=["field", "value"]).set_index("field"),
+                "Provenance: code, versions, machine and settings of this run (click to open)")

@@ -8,6 +8,7 @@ prompts show what the perplexity numbers mean as text.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -326,6 +327,23 @@ def generations(lab: Lab, target: list[int]) -> pd.DataFrame:
                                                        prompts=list(PROMPTS)),
                                 {c: c for c in conds}, compute, progress=lab.progress)
     return pd.DataFrame([{"condition": c, **row} for c, rows in stored.items() for row in rows])
+
+
+_SPECIAL = re.compile(r"<\|[^|>]{1,40}\|>")
+
+
+def shown_text(text: str) -> str:
+    """A generation as a page shows it: line breaks as ↵, special tokens (<|im_end|>) as ⟨end⟩,
+    other control characters dropped. The stored text stays exact."""
+    text = _SPECIAL.sub(" ⟨end⟩ ", text).replace("\r\n", "\n").replace("\n", " ↵ ")
+    text = "".join(ch for ch in text if ch.isprintable())
+    return " ".join(text.split())
+
+
+def generation_texts(gens: pd.DataFrame) -> pd.DataFrame:
+    """Condition × prompt table of the generations, as shown text (`shown_text`)."""
+    return gens.assign(text=gens["text"].map(shown_text)).pivot(
+        index="condition", columns="prompt", values="text")
 
 
 def generation_summary(gens: pd.DataFrame) -> pd.DataFrame:

@@ -11,7 +11,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from layerlab import paper
+from layerlab import claims, paper
 from layerlab.depth import scaling
 
 WIDTH = 480
@@ -739,10 +739,8 @@ def growth_curves(bands: pd.DataFrame) -> alt.Chart:
 
 
 # --- chapter 11: verdicts -----------------------------------------------------------------------
-VERDICT_COLORS = alt.Scale(
-    domain=["reproduced", "partly reproduced", "not reproduced", "not testable at this budget",
-            "not diagnostic"],
-    range=["#59a14f", "#edc948", "#e15759", "#bab0ac", "#76b7b2"])
+VERDICT_COLORS = alt.Scale(domain=list(claims.VERDICT_COLOURS),
+                           range=list(claims.VERDICT_COLOURS.values()))
 
 
 def verdict_chart(t: pd.DataFrame) -> alt.Chart:

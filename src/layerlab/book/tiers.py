@@ -14,6 +14,7 @@ from typing import Callable
 import pandas as pd
 
 from layerlab import profiles
+from layerlab.folded import fold
 from layerlab.profiles import Profile
 from layerlab.settings import AnatomySettings, GrowthSettings, ToySettings
 
@@ -138,4 +139,5 @@ def table(chapter: str) -> pd.DataFrame:
         rough = ROUGH_CPU[chapter] if tier == "cpu" else UNTIMED[tier]
         rows.append({"tier (profile)": tier, "machine": MACHINES[tier],
                      "what it runs": WHAT[chapter](p), "time from an empty cache": rough})
-    return pd.DataFrame(rows).set_index("tier (profile)")
+    return fold(pd.DataFrame(rows).set_index("tier (profile)"),
+                "What each tier runs in this chapter (click to open)")

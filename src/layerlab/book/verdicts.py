@@ -148,6 +148,42 @@ def html_table(t: pd.DataFrame) -> str:
             + "".join(body) + "</tbody></table>")
 
 
+def compact_html(t: pd.DataFrame) -> str:
+    """The first-screen table: claim (linking to its chapter), paper, the paper's number, ours in
+    brief and the coloured verdict; the band, control and deciding step open on a click."""
+    rows = []
+    for _, r in t.iterrows():
+        ours = str(r["ours"]) or "—"
+        brief = ours if len(ours) <= 140 else ours[:140].rsplit(" ", 1)[0] + " …"
+        rows.append(
+            f'<tr id="{html.escape(r["id"])}"><td><a href="{r["chapter"]}.html">'
+            f'{html.escape(r["statement"])}</a><br><small>{html.escape(r["id"])}</small></td>'
+            f"<td>{r['paper']}</td><td>{html.escape(str(r['paper_value']))}</td>"
+            f"<td>{html.escape(brief)}</td><td>{claims.badge(r['verdict'])}<details>"
+            f"<summary>details</summary><p><em>ours</em>: {html.escape(ours)}</p>"
+            f"<p><em>band and control</em>: {html.escape(str(r['rule']))}</p>"
+            f"<p><em>decided by</em>: {html.escape(str(r['decided_by']))}</p>"
+            f"<p><em>measured on</em>: {html.escape(str(r['setting']))} ({html.escape(_from(r))})"
+            "</p></details></td></tr>")
+    return ('<div class="ll-scroll"><table class="ll-chapter-verdicts"><thead><tr><th>claim</th>'
+            "<th>paper</th><th>paper reported</th><th>ours</th><th>verdict</th></tr></thead>"
+            "<tbody>" + "".join(rows) + "</tbody></table></div>")
+
+
+def family_scaling_table(losses: pd.DataFrame) -> pd.DataFrame:
+    """`family_scaling` as one labelled row (no raw dict on the page; a missing fit is a dash)."""
+    f = family_scaling(losses)
+
+    def num(x: float, fmt: str) -> str:
+        return "—" if x is None or x != x else format(x, fmt)
+
+    return pd.DataFrame([{
+        "α (loss = c/ℓ^α + L∞)": f"{num(f['alpha'], '.2f')} ± {num(f['alpha_se'], '.2f')}",
+        "c": num(f["c"], ".3f"), "L∞ (nats/byte)": num(f["floor"], ".3f"),
+        "loss falls with every added depth": "yes" if f["monotone"] else "no",
+        "depths": f["depths"], "seeds": f["seeds"]}]).set_index("depths")
+
+
 def _from(r: pd.Series) -> str:
     if not r.get("other"):
         return str(r.get("source", ""))

@@ -17,6 +17,7 @@ from typing import Any
 import altair as alt
 import pandas as pd
 
+from layerlab import provenance
 from layerlab.report import rules
 
 VENDOR = Path(__file__).parent / "vendor"
@@ -231,7 +232,7 @@ def render(report: dict[str, Any]) -> str:
     parts += ["<h3>Classes by the book's rules</h3>", _table(classes),
               "<h3>Weight statistics per tensor type</h3>", _table(weights),
               "<h2>Provenance</h2>",
-              _table(pd.DataFrame([{"key": k, "value": str(v)} for k, v in prov.items()])),
+              _table(pd.DataFrame([{"key": k, "value": provenance.shown(v)} for k, v in prov.items()])),
               "<p class='note'>Every number is in report.json beside this page. "
               f"{html.escape(MISSING_NOTE)} Charts: Vega/Vega-Lite/Vega-Embed (BSD-3-Clause), "
               "embedded.</p>"]
