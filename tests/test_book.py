@@ -207,3 +207,55 @@ def test_chapter_12_links_every_committed_report_page(built_site):
         page = (built_site / "notebooks" / href).resolve()
         assert page.is_file() and page.read_bytes() == (
             ROOT / "results" / "cpu" / "reports" / page.stem / "report.html").read_bytes(), href
+
+
+# --- reading: the answer first, nothing clipped, no debug output (issue 27) --------------------
+# Elements in the article wider than its column, unless a scroll wrapper (overflow-x auto or
+# scroll) holds them; and printed results (pre) that need horizontal scrolling.
+OVERFLOW = """() => {
+    const col = document.querySelector('article.bd-article') || document.querySelector('main');
+    const right = col.getBoundingClientRect().right + 1;
+    const scrolls = el => { for (let a = el.parentElement; a && a !== col; a = a.parentElement) {
+        const o = getComputedStyle(a).overflowX; if (o === 'auto' || o === 'scroll') return true; }
+        return false; };
+    // only a table may scroll inside its wrapper; charts, text and images must fit the column
+    const wide = [...col.querySelectorAll('*')].filter(el => {
+        const box = el.getBoundingClientRect();
+        return box.width > 0 && box.right > right && !(el.closest('table') && scrolls(el))
+               && getComputedStyle(el).position !== 'fixed';
+    }).map(el => el.tagName.toLowerCase() + '.' + [...el.classList].join('.'));
+    const pre = [...col.querySelectorAll('div.cell_output pre, div.output pre')]
+        .filter(p => p.scrollWidth > p.clientWidth + 1).map(p => p.textContent.slice(0, 60));
+    return {wide: [...new Set(wide)].slice(0, 8), pre: pre.slice(0, 5)};
+}"""
+# the top of the first coloured verdict (a verdict word defined in prose is not an answer)
+FIRST_VERDICT = """() => {
+    const shown = [...document.querySelectorAll('article .ll-verdict')];
+    return shown.length ? Math.min(...shown.map(el => el.getBoundingClientRect().top)) : 1e9;
+}"""
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+@pytest.mark.parametrize("doc", _toc_docnames())
+def test_page_reads_at_desktop_and_phone_width(built_site, browser, doc, width):
+    refused: list[str] = []
+    page = browser.new_page(viewport={"width": width, "height": 900 if width > 500 else 844})
+    page.route("**/*", _route(built_site, refused))
+    page.goto(f"{ORIGIN}{doc}.html", wait_until="load")
+    notebook = ROOT / f"{doc}.ipynb"
+    charts = _altair_outputs(notebook) if notebook.is_file() else 0
+    if charts:
+        page.wait_for_function("document.querySelectorAll('.vega-embed svg.marks, "
+                               f".vega-embed canvas.marks').length >= {charts}", timeout=30_000)
+    page.wait_for_timeout(300)
+    found = page.evaluate(OVERFLOW)
+    assert not found["wide"], f"{doc} at {width} px: wider than the column: {found['wide']}"
+    assert not found["pre"], f"{doc} at {width} px: printed lines cut off: {found['pre']}"
+    text = page.inner_text("article") if page.locator("article").count() else page.inner_text("body")
+    assert not re.search(r"\bNaN\b|\bnan\b", text), f"{doc}: NaN on the page"
+    assert not re.search(r"\d+it/s\]|it/s,|█", text), f"{doc}: a progress bar on the page"
+    assert page.locator(".widget-progress, .jupyter-widgets").count() == 0
+    if doc in ("intro", "notebooks/11_verdicts", "notebooks/13_what_we_found"):
+        top = page.evaluate(FIRST_VERDICT)
+        assert top < page.viewport_size["height"], f"{doc} at {width} px: first verdict at {top} px"
+    page.close()

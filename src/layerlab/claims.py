@@ -364,7 +364,8 @@ def _brief(text: str, limit: int = 180) -> str:
 
 
 def _first_sentence(text: str) -> str:
-    return str(text).split(" (")[0].rstrip(".")
+    text = str(text).split(" (")[0].rstrip(".")
+    return text.removeprefix("every unit: ")
 
 
 def finding_html(found: list[Claim]) -> str:

@@ -25,7 +25,7 @@ __all__ = ["Finding", "register", "tally", "verdict_badge", "tally_html", "unsta
            "main"]
 
 VERDICT_HEX = claims.VERDICT_COLOURS
-WIDTH = "container"  # charts take the column's width, at 1280 px and at 390 px alike
+WIDTH = 420  # narrow enough that a phone scales it by no more than about 0.8
 
 
 @dataclass
@@ -77,16 +77,16 @@ def verdict_badge(verdict: str) -> str:
 
 
 def tally_html(t: pd.DataFrame) -> str:
-    """The tally as a small HTML table with coloured verdict headers (fits 390 px: one column per
-    verdict, short headers)."""
+    """The tally as HTML: one line per paper and count (claims, findings), each verdict a coloured
+    chip with its count; the chips wrap, so the whole tally reads at 390 px too."""
     tl = tally(t)
-    names = [str(v) for v in claims.VERDICTS]
-    head = "".join(f"<th>{verdict_badge(v)}</th>" for v in names)
-    body = "".join(
-        f"<tr><td>{r['paper']}</td><td>{r['counted']} ({r['total']})</td>"
-        + "".join(f"<td>{r[v]}</td>" for v in names) + "</tr>" for _, r in tl.iterrows())
-    return (f'<div class="ll-scroll"><table class="ll-tally"><thead><tr><th>paper</th>'
-            f"<th>counted</th>{head}</tr></thead><tbody>{body}</tbody></table></div>")
+    rows = []
+    for _, r in tl.iterrows():
+        chips = " ".join(f'<span class="ll-chip">{verdict_badge(str(v))}&nbsp;{r[str(v)]}</span>'
+                         for v in claims.VERDICTS)
+        rows.append(f"<tr><th>{r['paper']} · {r['counted']} ({r['total']})</th>"
+                    f"<td>{chips}</td></tr>")
+    return f'<table class="ll-tally"><tbody>{"".join(rows)}</tbody></table>'
 
 
 def _share(n: int, total: int) -> str:
@@ -198,7 +198,7 @@ def render_answer(profile: str = "cpu") -> str:
         lines.append(f"The controls turned up {len(found)} things the papers do not say: "
                      + "; ".join(f.title[0].lower() + f.title[1:] for f in found) + ".")
     body = "\n".join(f"- {x}" for x in lines)
-    return (f"{HEADER_NOTE}\n\n{body}\n\n{tally_html(t)}\n\n"
+    return (f"{HEADER_NOTE}\n\n{tally_html(t)}\n\n{body}\n\n"
             "Read next: [What we found](notebooks/13_what_we_found.ipynb) (each finding with its "
             "evidence) or [the verdict](notebooks/11_verdicts.ipynb) (every claim, both papers' "
             "numbers beside ours).\n\n"
