@@ -144,9 +144,12 @@ table_no0.assign(bulk_percent=100 * table_no0["bulk_fraction"]).pivot_table(
 # position 0 at all.
 
 # %%
+from layerlab.folded import fold
+
 context = clusters.by_context(profile)
-context[["model", "T", "bos", "bulk_fraction", "sink_line", "bulk_fraction_without_position0",
-         "minority_position0_share", "tokens"]].round(4)
+fold(context[["model", "T", "bos", "bulk_fraction", "sink_line", "bulk_fraction_without_position0",
+              "minority_position0_share", "tokens"]].round(4),
+     "The numbers behind the chart below, per model and context length (click to open)")
 
 # %%
 plots.bulk_vs_context(context)

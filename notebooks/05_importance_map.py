@@ -117,7 +117,9 @@ plots.importance_bars(table)
 # different operation, so they are flagged `edge` and left out of the headline):
 
 # %%
-importance.headline(table, L)
+from layerlab.folded import fold
+
+fold(importance.headline(table, L), "The 30-row table: every layer, set and method (click to open)")
 
 # %% [markdown]
 # ## Classes by stated rules
@@ -130,7 +132,8 @@ importance.headline(table, L)
 
 # %%
 nb = table[table["method"] == "neighbour_average"]
-nb.pivot(index="layer", columns="set", values="class")
+fold(nb.pivot(index="layer", columns="set", values="class"),
+     "Each layer's class under neighbour averaging, on E0 and E1 (click to open)")
 
 # %% [markdown]
 # ## Do the ablation methods agree?

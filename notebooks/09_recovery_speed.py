@@ -86,7 +86,10 @@ print(f"profile {profile.name}; model {lab.model_name}; layers {list(cfg.layers)
 # ## Steps to recover, per layer and condition
 
 # %%
-recovery.display_table(result["table"], cfg)
+from layerlab.folded import fold
+
+fold(recovery.display_table(result["table"], cfg),
+     "Every run: steps to recover, area under the curve, censoring (click to open)")
 
 # %%
 plots.recovery_curves(result["curves"], float(result["table"]["base_ppl"].iloc[0]))
