@@ -83,8 +83,8 @@ print(f"profile {profile.name}; model {lab.model_name}")
 #
 # `real` is the mean over layer pairs (with its min and max); `adjacent_corr` is the mean
 # corr(W_l, W_{l+1}), the quantity that decides the result; `predicted_independent` is the closed
-# form from the measured variances alone. NaN marks a stack with no variance (an untrained model's
-# norm weights are all ones).
+# form from the measured variances alone. A dash marks a stack with no variance (an untrained
+# model's norm weights are all ones).
 
 # %%
 result["summary"]

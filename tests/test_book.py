@@ -218,10 +218,13 @@ OVERFLOW = """() => {
     const scrolls = el => { for (let a = el.parentElement; a && a !== col; a = a.parentElement) {
         const o = getComputedStyle(a).overflowX; if (o === 'auto' || o === 'scroll') return true; }
         return false; };
-    // only a table may scroll inside its wrapper; charts, text and images must fit the column
+    // only a table may scroll inside its wrapper (and source code inside its own block, folded
+    // by default); charts, text, printed results and images must fit the column
     const wide = [...col.querySelectorAll('*')].filter(el => {
         const box = el.getBoundingClientRect();
-        return box.width > 0 && box.right > right && !(el.closest('table') && scrolls(el))
+        const allowed = (el.closest('table') || el.closest('div.highlight')) && scrolls(el);
+        return box.width > 0 && box.right > right && !allowed
+               && !el.closest('details:not([open])')
                && getComputedStyle(el).position !== 'fixed';
     }).map(el => el.tagName.toLowerCase() + '.' + [...el.classList].join('.'));
     const pre = [...col.querySelectorAll('div.cell_output pre, div.output pre')]
