@@ -19,6 +19,24 @@
 # experiment count once) — then every claim on one line; click *details* for its band, control and
 # the step that decided it, or a claim to open its chapter.
 
+# %% tags=["remove-cell"]
+# Colab setup (hidden on the site; written by `make sync` from layerlab/book/colab.py): clone the
+# repository (code, vendored data, committed results) and install what this chapter needs.
+import sys
+
+if "google.colab" in sys.modules:
+    import os
+    import subprocess
+
+    repo = "/content/layerlab"
+    if not os.path.isdir(repo):
+        subprocess.run(["git", "clone", "--depth", "1", "https://github.com/layerlab/layerlab", repo],
+                       check=True)
+    pip = [sys.executable, "-m", "pip", "install", "-q"]
+    subprocess.run([*pip, "-e", repo], check=True)
+    sys.path.insert(0, f"{repo}/src")
+    os.chdir(f"{repo}/notebooks")
+
 # %% tags=["remove-input"]
 from IPython.display import HTML
 
@@ -54,24 +72,6 @@ HTML(findings.tally_html(table) + verdicts.compact_html(table))
 # the column *from* names the profile and keeps the weaker one's verdict beside it, so a verdict
 # that changed with the budget stays visible. The count below says how many rows each profile
 # supplied.
-
-# %% tags=["remove-cell"]
-# Colab setup (hidden on the site; written by `make sync` from layerlab/book/colab.py): clone the
-# repository (code, vendored data, committed results) and install what this chapter needs.
-import sys
-
-if "google.colab" in sys.modules:
-    import os
-    import subprocess
-
-    repo = "/content/layerlab"
-    if not os.path.isdir(repo):
-        subprocess.run(["git", "clone", "--depth", "1", "https://github.com/layerlab/layerlab", repo],
-                       check=True)
-    pip = [sys.executable, "-m", "pip", "install", "-q"]
-    subprocess.run([*pip, "-e", repo], check=True)
-    sys.path.insert(0, f"{repo}/src")
-    os.chdir(f"{repo}/notebooks")
 
 # %% [markdown]
 # **Tiers.** The committed pages ran on the `cpu` tier; on a GPU the same notebook picks `colab`

@@ -78,3 +78,11 @@ findings.show_all(found)
 
 # %% tags=["remove-input"]
 HTML(findings.claims_html(register))
+
+# %% [markdown]
+# ## Provenance
+
+# %% tags=["remove-input"]
+from layerlab import provenance
+
+provenance.table(provenance.collect(profile.name, claims=len(register), seed=0))

@@ -373,16 +373,17 @@ def _growth(profile: str) -> Finding | None:
     from layerlab import profiles
     from layerlab.anatomy import growth
 
-    p = profiles.PROFILES[profile]
+    p = profiles.get(profile)  # shrunk under LAYERLAB_DRY, as the chapters see it
     runs, tuned = growth.run(p, progress=False), growth.tuned(p, progress=False)
     c = growth.comparison(growth.curves({**runs, **tuned["runs"]}))
     c = c[c["arm"].isin(["uniform", "gtt", "G_stack", "random schedule"])]
     if c.empty:
         return None
-    piv = c.pivot_table(index="regime", columns="arm", values="final val loss")
-    sd = c.pivot_table(index="regime", columns="arm", values="sd")
+    # pivot, not pivot_table: a column of NaN (one seed: no spread) must stay
+    piv = c.pivot(index="regime", columns="arm", values="final val loss")
+    sd = c.pivot(index="regime", columns="arm", values="sd").fillna(0.0)
     need = {"uniform", "gtt", "G_stack", "random schedule"}
-    if not need <= set(piv.columns):
+    if not need <= set(piv.columns) or piv[list(need)].isna().any().any():
         return None
     stack_wins = piv["G_stack"] < piv["uniform"]
     # "does not beat": GTT's loss is not below the random schedule's by more than their spread
