@@ -64,7 +64,9 @@ def test_chapter_finding_callout_names_each_claims_verdict_and_link():
                      setting="s", decided_by="primary: the interval lies outside the band (E0)")
     html = claims.finding_html([c])
     assert "13_what_we_found.html#P2-x" in html and claims.VERDICT_COLOURS["not reproduced"] in html
-    assert "the interval lies outside the band" in html and "(E0)" not in html
+    assert "our 95 % interval lies outside the band" in html and "(E0)" not in html
+    precondition = claims._first_sentence("every unit: precondition: not converged: α 1 → 2")
+    assert precondition == "could not be tested: not converged: α 1 → 2"
     shown = claims.ChapterVerdicts([c])._repr_html_()
     assert "<details>" in shown and "P2-x" in shown
 

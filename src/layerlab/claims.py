@@ -363,9 +363,30 @@ def _brief(text: str, limit: int = 180) -> str:
     return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " …"
 
 
+# the deciding step (VERDICTS.md §2) in a reader's words, for the chapter's Finding callout
+_PLAIN = (
+    ("primary and every secondary pass", "our 95 % interval lies inside the paper's band, and "
+                                         "every other stated part holds"),
+    ("primary: the interval lies outside the band", "our 95 % interval lies outside the band "
+                                                    "the paper's words allow"),
+    ("primary: the interval straddles the band's edge", "our 95 % interval straddles the band's "
+                                                        "edge: these data cannot decide"),
+    ("control: the negative control passes too", "an untrained or structure-free control shows "
+                                                 "the same, so it says nothing about training"),
+    ("secondary fails:", "the main number holds but another stated part fails:"),
+    ("precondition:", "could not be tested:"),
+    ("across units, mixed", "the units disagree (see the table)"),
+    ("across units, most common", "the units differ; most give this verdict (see the table)"),
+)
+
+
 def _first_sentence(text: str) -> str:
-    text = str(text).split(" (")[0].rstrip(".")
-    return text.removeprefix("every unit: ")
+    """The deciding step in words, without its parenthesised detail (kept in the table)."""
+    text = str(text).split(" (")[0].rstrip(".").removeprefix("every unit: ")
+    for step, words in _PLAIN:
+        if text.startswith(step):
+            return words + text[len(step):]
+    return text
 
 
 def finding_html(found: list[Claim]) -> str:
