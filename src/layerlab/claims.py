@@ -358,9 +358,21 @@ def badge(verdict: str) -> str:
     return f'<span class="ll-verdict" style="background:{colour}">{html.escape(str(verdict))}</span>'
 
 
-def _brief(text: str, limit: int = 180) -> str:
+def brief(text: str, limit: int = 180) -> str:
+    """`text` cut at a word boundary before `limit` characters, marked with " …" when cut."""
     text = str(text)
     return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " …"
+
+
+def details_html(ours: str, rule: str, decided_by: str, *more: tuple[str, str]) -> str:
+    """The toggle under a verdict label: ours in full, the band and control, the deciding step,
+    then any (label, already escaped HTML) pairs."""
+    import html
+
+    parts = [("ours", html.escape(str(ours))), ("band and control", html.escape(str(rule))),
+             ("decided by", html.escape(str(decided_by))), *more]
+    return ("<details><summary>details</summary>"
+            + "".join(f"<p><em>{label}</em>: {text}</p>" for label, text in parts) + "</details>")
 
 
 # the deciding step (VERDICTS.md §2) in a reader's words, for the chapter's Finding callout
@@ -426,12 +438,8 @@ class ChapterVerdicts(list):
             rows.append(
                 f"<tr><td><strong>{html.escape(c.id)}</strong><br>{html.escape(c.statement)}</td>"
                 f"<td>{html.escape(str(c.paper_value))}</td>"
-                f"<td>{html.escape(_brief(c.ours))}</td>"
-                f"<td>{badge(c.verdict)}<details><summary>details</summary>"
-                f"<p><em>ours</em>: {html.escape(str(c.ours))}</p>"
-                f"<p><em>band and control</em>: {html.escape(str(c.rule))}</p>"
-                f"<p><em>decided by</em>: {html.escape(str(c.decided_by))}</p></details></td>"
-                "</tr>")
+                f"<td>{html.escape(brief(c.ours))}</td>"
+                f"<td>{badge(c.verdict)}{details_html(c.ours, c.rule, c.decided_by)}</td></tr>")
         return ('<div class="ll-scroll"><table class="ll-chapter-verdicts"><thead><tr>'
                 "<th>claim</th><th>paper reported</th><th>ours</th><th>verdict</th></tr></thead>"
                 "<tbody>"

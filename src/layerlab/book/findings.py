@@ -20,11 +20,9 @@ import pandas as pd
 from layerlab import claims, paper
 from layerlab.book import verdicts
 
-__all__ = ["Finding", "register", "tally", "verdict_badge", "tally_html", "unstated", "card",
-           "answer_sentences", "VERDICT_HEX", "chapter_table", "render_answer",
-           "main"]
+__all__ = ["Finding", "register", "tally", "tally_html", "unstated", "card", "answer_sentences",
+           "chapter_table", "render_answer", "main"]
 
-VERDICT_HEX = claims.VERDICT_COLOURS
 WIDTH = 420  # narrow enough that a phone scales it by no more than about 0.8
 
 
@@ -71,26 +69,17 @@ def tally(t: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def verdict_badge(verdict: str) -> str:
-    """A verdict as a coloured label (HTML)."""
-    return claims.badge(verdict)
-
-
 def tally_html(t: pd.DataFrame) -> str:
     """The tally as HTML: one line per paper and count (claims, findings), each verdict a coloured
     chip with its count; the chips wrap, so the whole tally reads at 390 px too."""
     tl = tally(t)
     rows = []
     for _, r in tl.iterrows():
-        chips = " ".join(f'<span class="ll-chip">{verdict_badge(str(v))}&nbsp;{r[str(v)]}</span>'
+        chips = " ".join(f'<span class="ll-chip">{claims.badge(str(v))}&nbsp;{r[str(v)]}</span>'
                          for v in claims.VERDICTS)
         rows.append(f"<tr><th>{r['paper']} · {r['counted']} ({r['total']})</th>"
                     f"<td>{chips}</td></tr>")
     return f'<table class="ll-tally"><tbody>{"".join(rows)}</tbody></table>'
-
-
-def _share(n: int, total: int) -> str:
-    return f"{n} of {total}"
 
 
 def answer_sentences(t: pd.DataFrame) -> list[str]:
@@ -104,7 +93,7 @@ def answer_sentences(t: pd.DataFrame) -> list[str]:
         n, nf = int(c.sum()), int(ff.sum())
         held = int(c.get("reproduced", 0)) + int(c.get("partly reproduced", 0))
         out.append(
-            f"**{paper_id} ({name})**: {_share(held, n)} claims reproduced in full or in part "
+            f"**{paper_id} ({name})**: {held} of {n} claims reproduced in full or in part "
             f"({int(c.get('reproduced', 0))} in full), {int(c.get('not reproduced', 0))} not "
             f"reproduced, {int(c.get('not diagnostic', 0))} not diagnostic (an untrained or "
             f"random control shows the same) and {int(c.get('not testable at this budget', 0))} "
@@ -173,7 +162,7 @@ def chapter_table(t: pd.DataFrame, prefix: str = "notebooks/") -> str:
     rows = []
     for stem, (title, paper_id, what) in CHAPTERS.items():
         c = t[t["chapter"] == stem]["verdict"].value_counts()
-        badges = " ".join(f"{verdict_badge(str(v))}&nbsp;×{int(c[str(v)])}"
+        badges = " ".join(f"{claims.badge(str(v))}&nbsp;×{int(c[str(v)])}"
                           for v in claims.VERDICTS if int(c.get(str(v), 0)))
         rows.append(f'<tr><td><a href="{prefix}{stem}.html">{html.escape(title)}</a></td>'
                     f"<td>{paper_id}</td><td>{html.escape(what)}</td><td>{badges or '—'}</td></tr>")
@@ -474,16 +463,11 @@ def findings_html(t: pd.DataFrame) -> str:
     f = verdicts.findings(t)
     rows = "".join(
         f"<tr><td>{r['paper']}</td><td>{html.escape(r['finding'])}</td>"
-        f"<td>{verdict_badge(r['verdict'])}</td><td class='ll-small'>"
+        f"<td>{claims.badge(r['verdict'])}</td><td class='ll-small'>"
         f"{html.escape(r['claims'])}</td></tr>" for _, r in f.iterrows())
     return ('<div class="ll-scroll"><table class="ll-findings"><thead><tr><th>paper</th>'
             "<th>finding</th><th>verdict</th><th>claims</th></tr></thead><tbody>"
             f"{rows}</tbody></table></div>")
-
-
-def _brief(text: str, limit: int = 160) -> str:
-    text = str(text)
-    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " …"
 
 
 def claims_html(t: pd.DataFrame, prefix: str = "") -> str:
@@ -493,11 +477,11 @@ def claims_html(t: pd.DataFrame, prefix: str = "") -> str:
     for _, r in t.iterrows():
         items.append(
             f'<details class="ll-claim" id="{html.escape(r["id"])}"><summary>'
-            f"{verdict_badge(r['verdict'])} <strong>{html.escape(r['id'])}</strong> "
+            f"{claims.badge(r['verdict'])} <strong>{html.escape(r['id'])}</strong> "
             f"{html.escape(r['statement'])}</summary>"
             f"<p><em>paper reported</em>: {html.escape(str(r['paper_value']))}<br>"
-            f"<em>ours</em>: {html.escape(_brief(r['ours'], 400))}<br>"
-            f"<em>band and control</em>: {html.escape(_brief(r['rule'], 600))}<br>"
+            f"<em>ours</em>: {html.escape(claims.brief(r['ours'], 400))}<br>"
+            f"<em>band and control</em>: {html.escape(claims.brief(r['rule'], 600))}<br>"
             f"<em>decided by</em>: {html.escape(str(r['decided_by']))}<br>"
             f'<a href="{prefix}{r["chapter"]}.html">chapter {int(r["chapter"][:2])}</a></p>'
             "</details>")

@@ -154,17 +154,14 @@ def compact_html(t: pd.DataFrame) -> str:
     rows = []
     for _, r in t.iterrows():
         ours = str(r["ours"]) or "—"
-        brief = ours if len(ours) <= 140 else ours[:140].rsplit(" ", 1)[0] + " …"
+        measured = f"{html.escape(str(r['setting']))} ({html.escape(_from(r))})"
         rows.append(
             f'<tr id="{html.escape(r["id"])}"><td><a href="{r["chapter"]}.html">'
             f'{html.escape(r["statement"])}</a><br><small>{html.escape(r["id"])}</small></td>'
             f"<td>{r['paper']}</td><td>{html.escape(str(r['paper_value']))}</td>"
-            f"<td>{html.escape(brief)}</td><td>{claims.badge(r['verdict'])}<details>"
-            f"<summary>details</summary><p><em>ours</em>: {html.escape(ours)}</p>"
-            f"<p><em>band and control</em>: {html.escape(str(r['rule']))}</p>"
-            f"<p><em>decided by</em>: {html.escape(str(r['decided_by']))}</p>"
-            f"<p><em>measured on</em>: {html.escape(str(r['setting']))} ({html.escape(_from(r))})"
-            "</p></details></td></tr>")
+            f"<td>{html.escape(claims.brief(ours, 140))}</td><td>{claims.badge(r['verdict'])}"
+            f"{claims.details_html(ours, r['rule'], r['decided_by'], ('measured on', measured))}"
+            "</td></tr>")
     return ('<div class="ll-scroll"><table class="ll-chapter-verdicts"><thead><tr><th>claim</th>'
             "<th>paper</th><th>paper reported</th><th>ours</th><th>verdict</th></tr></thead>"
             "<tbody>" + "".join(rows) + "</tbody></table></div>")
