@@ -20,14 +20,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from layerlab import claims, corpus, models, paper, paths, results, training
 from layerlab.anatomy.declarations import DECLARATIONS
@@ -326,80 +324,61 @@ def train_arm(prog: Program, cfg: GrowthConfig, tok, *, progress: bool = True,
               stop_after: int | None = None, device: str | None = None) -> dict[str, Any]:
     """Run one program (resuming from its checkpoint); the curve holds every budget measure.
     Trains on the GPU when there is one (`device` overrides); the checkpoint is device-free."""
-    from layerlab.progress import tqdm
-
     device = device or models.default_device()
     vocab = len(tok)
     batches, val = data(cfg, tok, prog.steps)
-    path = folder(cfg) / f"{results.slug(prog.arm)}.ckpt"
     first = prog.segments[0].model_layers
-    model = build(cfg, vocab, first).to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.95),
-                            weight_decay=cfg.weight_decay)
-    state = {"step": 0, "curve": [], "seconds": 0.0, "layer_steps": 0, "tokens": 0, "flops": 0.0,
-             "model_layers": first, "finished": False}
-    if path.is_file():
-        saved = torch.load(path, weights_only=True, map_location="cpu")
-        state = saved["state"]
-        if state["model_layers"] != first:
-            model = build(cfg, vocab, state["model_layers"]).to(device)
-            opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.95),
-                                    weight_decay=cfg.weight_decay)
+    run = training.Run(folder(cfg) / f"{results.slug(prog.arm)}.ckpt", prog.steps, desc=prog.arm,
+                       progress=progress, stop_after=stop_after,
+                       counters={"layer_steps": 0, "tokens": 0, "flops": 0.0,
+                                 "model_layers": first, "finished": False})
+    saved = run.saved()
+    count = run.state.counters
+    # a run stopped after a stack resumes at the stacked depth
+    model = build(cfg, vocab, count["model_layers"]).to(device)
+    opt = training.adamw(model.parameters(), cfg.lr, cfg.weight_decay)
+    if saved is not None:
         model.load_state_dict(saved["model"])
         opt.load_state_dict(saved["opt"])
-    if not state["curve"]:
-        state["curve"].append({"step": 0, "layer_steps": 0, "tokens": 0, "flops": 0.0,
-                               "seconds": 0.0, "val_loss": training.mean_loss(model, val)})
-    bar = tqdm(range(state["step"], prog.steps), desc=prog.arm, disable=not progress,
-               initial=state["step"], total=prog.steps, leave=False)
-    started = time.perf_counter()
-    for step in bar:
+    if not run.state.curve:
+        run.log({"step": 0, "layer_steps": 0, "tokens": 0, "flops": 0.0, "seconds": 0.0,
+                 "val_loss": training.mean_loss(model, val)})
+    for step in run.steps():
         seg_start, seg = _segment_at(prog, step)
         if step == seg_start and seg.op == "stack":
             big = build(cfg, vocab, seg.model_layers).to(device)
             stack_model(model, big, seg.model_layers // len(model.model.layers))
             model = big
-            state["model_layers"] = seg.model_layers
-            opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.95),
-                                    weight_decay=cfg.weight_decay)
+            count["model_layers"] = seg.model_layers
+            opt = training.adamw(model.parameters(), cfg.lr, cfg.weight_decay)
         elif step == seg_start and seg.op == "clone":
             clone_layers(model, prog.clone_from, cfg.clone_noise, seed=cfg.seed * 7919 + step)
         set_trainable(model, seg.trainable)
         model.train()
-        for group in opt.param_groups:
-            group["lr"] = training.warmup_cosine(step, prog.steps, cfg.lr, cfg.warmup)
-        ids = batches[step].to(device)
-        logits = model(input_ids=ids, use_cache=False).logits
-        loss = F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten())
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.grad is not None], 1.0)
-        opt.step()
+        loss = training.step(model, opt, batches[step].to(device),
+                             lr=training.warmup_cosine(step, prog.steps, cfg.lr, cfg.warmup))
         done = step + 1
-        state["layer_steps"] += len(seg.trainable)
-        state["tokens"] += cfg.batch_size * cfg.seq_len
-        state["flops"] += step_flops(cfg, vocab, state["model_layers"], seg.trainable)
+        count["layer_steps"] += len(seg.trainable)
+        count["tokens"] += cfg.batch_size * cfg.seq_len
+        count["flops"] += step_flops(cfg, vocab, count["model_layers"], seg.trainable)
         last = done == prog.steps
         if last and prog.final_scale:
             scale_layers(model, prog.final_scale, cfg.anti_scale)
-        if done % cfg.eval_every == 0 or last:
-            state["seconds"] += time.perf_counter() - started
-            state["curve"].append({"step": done, "layer_steps": state["layer_steps"],
-                                   "tokens": state["tokens"], "flops": state["flops"],
-                                   "seconds": state["seconds"], "train_loss": loss.item(),
-                                   "val_loss": training.mean_loss(model, val), "phase": seg.name})
-            started = time.perf_counter()
-            bar.set_postfix(val=f"{state['curve'][-1]['val_loss']:.3f}")
-        if done % cfg.checkpoint_every == 0 or last:
-            state["step"] = done
-            state["finished"] = last
-            results.save_torch({"model": model.state_dict(), "opt": opt.state_dict(),
-                                "state": state}, path)
-        if stop_after is not None and done >= stop_after:
-            break
+        if run.due(done, cfg.eval_every):
+            run.lap()
+            with run.untimed():  # the curve's seconds are training time only
+                run.log({"step": done, "layer_steps": count["layer_steps"],
+                         "tokens": count["tokens"], "flops": count["flops"],
+                         "seconds": run.state.seconds, "train_loss": loss.item(),
+                         "val_loss": training.mean_loss(model, val), "phase": seg.name})
+        if run.due(done, cfg.checkpoint_every):
+            count["finished"] = last
+            run.save(model, opt, done)
+    state = run.state
     return {"arm": prog.arm, "steps": prog.steps, "layer_steps_budget": prog.layer_steps,
-            "finished": state["finished"], "params": sum(p.numel() for p in model.parameters()),
-            "final_val_loss": state["curve"][-1]["val_loss"], "curve": state["curve"],
+            "finished": state.counters["finished"],
+            "params": sum(p.numel() for p in model.parameters()),
+            "final_val_loss": state.curve[-1]["val_loss"], "curve": state.curve,
             "segments": [dataclasses.asdict(s) for s in prog.segments]}
 
 

@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import torch
-import torch.nn.functional as F
 
 from layerlab import claims, corpus, paper, training
 from layerlab.anatomy import edits
@@ -84,18 +83,14 @@ def recover(lab: Lab, layer: int, sigma: float, cfg: RecoveryConfig, *,
         noise = edits.edit("noise", layer, sigma=sigma, seed=seed) if damage else None
         with edits.applied(lm, noise):
             curve.append({"step": 0, "ppl": ev.current(start).ppl})
-            opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
+            # fine-tuning a pretrained layer: AdamW's default betas, no decay, no schedule, no
+            # clipping (the paper's recovery loop)
+            opt = training.adamw(params, cfg.lr, 0.0, betas=(0.9, 0.999))
             step = 0
             while step < cfg.steps and (not damage or curve[-1]["ppl"] > (1 + threshold) * base):
                 for _ in range(cfg.eval_every):
-                    ids = windows[step].to(lm.device)
-                    with torch.enable_grad():
-                        logits = lm.model(input_ids=ids, use_cache=False).logits
-                        loss = F.cross_entropy(logits[:, :-1].flatten(0, 1).float(),
-                                               ids[:, 1:].flatten())
-                        opt.zero_grad(set_to_none=True)
-                        loss.backward()
-                    opt.step()
+                    loss = training.step(lm.model, opt, windows[step].to(lm.device), clip=None,
+                                         upcast=True)
                     step += 1
                 curve.append({"step": step, "ppl": ev.current(start).ppl,
                               "train_loss": float(loss.detach())})

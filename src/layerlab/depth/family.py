@@ -15,12 +15,10 @@ Used by chapters 00, 02, 03 and 11.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 
 from layerlab import corpus, models, paths, results, training
 from layerlab.settings import FamilySettings
@@ -96,52 +94,30 @@ def train(depth: int, cfg: FamilyConfig, seed: int | None = None, *, progress: b
     Trains on the GPU when there is one (`device` overrides); the checkpoint is device-free.
     `stop_after` ends the run early after that many steps, as an interruption would (tests).
     """
-    from layerlab.progress import tqdm
-
     seed = _seed(cfg, seed)
     lm = build(depth, cfg, seed, device)
     tok = lm.tokenizer
     train_blocks, val_blocks = _train_blocks(cfg, tok, seed), _eval_blocks(cfg, tok)
-    opt = torch.optim.AdamW(lm.model.parameters(), lr=cfg.lr, betas=(0.9, 0.95),
-                            weight_decay=cfg.weight_decay)
-    ckpt_path = checkpoint(depth, cfg, seed)
-    state = {"step": 0, "curve": [], "seconds": 0.0}
-    if ckpt_path.is_file():
-        saved = torch.load(ckpt_path, weights_only=True, map_location="cpu")
-        lm.model.load_state_dict(saved["model"])
-        opt.load_state_dict(saved["opt"])
-        state = saved["state"]
-    bar = tqdm(range(state["step"], cfg.steps), desc=f"train depth {depth} seed {seed}", disable=not progress,
-               initial=state["step"], total=cfg.steps, leave=False)
-    started = time.perf_counter()
-    for step in bar:
+    opt = training.adamw(lm.model.parameters(), cfg.lr, cfg.weight_decay)
+    run = training.Run(checkpoint(depth, cfg, seed), cfg.steps, progress=progress,
+                       desc=f"train depth {depth} seed {seed}", stop_after=stop_after)
+    run.resume(lm.model, opt)
+    for step in run.steps():
         lm.model.train()
-        for group in opt.param_groups:
-            group["lr"] = training.warmup_cosine(step, cfg.steps, cfg.lr, cfg.warmup)
-        ids = train_blocks[step].to(lm.device)
-        logits = lm.model(input_ids=ids, use_cache=False).logits
-        loss = F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten())
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(lm.model.parameters(), 1.0)
-        opt.step()
+        loss = training.step(lm.model, opt, train_blocks[step].to(lm.device),
+                             lr=training.warmup_cosine(step, cfg.steps, cfg.lr, cfg.warmup))
         done = step + 1
-        if done % cfg.eval_every == 0 or done == cfg.steps:
-            state["curve"].append({"step": done, "tokens": done * cfg.batch_size * cfg.seq_len,
-                                   "train_loss": loss.item(), "val_loss": eval_loss(lm, val_blocks)})
-            bar.set_postfix(val=f"{state['curve'][-1]['val_loss']:.3f}")
-        if done % cfg.checkpoint_every == 0 or done == cfg.steps:
-            state["step"] = done
-            state["seconds"] += time.perf_counter() - started
-            started = time.perf_counter()
-            results.save_torch({"model": lm.model.state_dict(), "opt": opt.state_dict(),
-                                "state": state}, ckpt_path)
-        if stop_after is not None and done >= stop_after:
-            break
-    final = state["curve"][-1] if state["curve"] else {}
-    return {"depth": depth, "seed": seed, "params": lm.n_params, "steps_done": state["step"],
-            "finished": state["step"] >= cfg.steps, "seconds": state["seconds"],
-            "val_loss": final.get("val_loss"), "curve": state["curve"]}
+        if run.due(done, cfg.eval_every):
+            run.log({"step": done, "tokens": done * cfg.batch_size * cfg.seq_len,
+                     "train_loss": loss.item(), "val_loss": eval_loss(lm, val_blocks)})
+        if run.due(done, cfg.checkpoint_every):
+            run.lap()
+            run.save(lm.model, opt, done)
+    state = run.state
+    final = state.curve[-1] if state.curve else {}
+    return {"depth": depth, "seed": seed, "params": lm.n_params, "steps_done": state.step,
+            "finished": state.step >= cfg.steps, "seconds": state.seconds,
+            "val_loss": final.get("val_loss"), "curve": state.curve}
 
 
 def load_member(depth: int, cfg: FamilyConfig, seed: int | None = None) -> models.LoadedModel:
