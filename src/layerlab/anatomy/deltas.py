@@ -62,6 +62,8 @@ def measure(lab: Lab) -> dict[str, Any]:
 
 
 def run(lab: Lab) -> dict[str, pd.DataFrame]:
+    """Chapter 08's measurement, cached under the model and init std: `per_pair` (one row per
+    type, stack and layer pair), `predictions` (one row per type) and their `summary`."""
     value = lab.cache.cached("delta_correlation", lab.key(init_std=lab.cfg.init_std),
                              lambda: measure(lab))
     per_pair = pd.DataFrame(value["rows"])
@@ -176,6 +178,9 @@ def summary(per_pair: pd.DataFrame, preds: pd.DataFrame) -> pd.DataFrame:
 
 
 def positive_controls(per_pair: pd.DataFrame) -> pd.DataFrame:
+    """Mean delta correlation of each synthetic stack beside its closed form (−(1 − ρ)/2 for
+    AR(1), 0 for a random walk, none for the smooth drift): the check that the statistic reads
+    known cross-layer structure correctly before it is read on real weights."""
     syn = per_pair[per_pair["type"] == "synthetic"]
     out = syn.groupby("stack", sort=False)["delta_corr"].mean().rename("measured").to_frame()
     expected = {label: (-(1 - rho) / 2 if kind == "ar1" else 0.0 if kind == "walk" else None)
@@ -263,6 +268,8 @@ def oscillation_units(per_pair: pd.DataFrame, inv: pd.DataFrame) -> list[claims.
 
 
 def assess_value(result: dict[str, pd.DataFrame], setting: str) -> claims.Claim:
+    """P2-C3-delta-value ("≈ −0.50 in every component") decided per tensor type on its
+    pair-bootstrap interval; `result` is `run`'s output, `setting` the model in words."""
     s, per_pair = result["summary"], result["per_pair"]
     decl = DECLARATIONS["P2-C3-delta-value"]
     units = value_units(per_pair)
@@ -280,6 +287,8 @@ def assess_value(result: dict[str, pd.DataFrame], setting: str) -> claims.Claim:
 
 def assess_oscillation(result: dict[str, pd.DataFrame], inv: pd.DataFrame,
                        setting: str) -> claims.Claim:
+    """P2-C3-oscillation decided on the element-wise units and the permutation-invariant ones
+    from `inv` (`invariant`'s table), with the positive controls' means in the record."""
     s, per_pair = result["summary"], result["per_pair"]
     other = inv[inv["measure"] != "element-wise"]
     decl = DECLARATIONS["P2-C3-oscillation"]
@@ -304,4 +313,6 @@ def assess_oscillation(result: dict[str, pd.DataFrame], inv: pd.DataFrame,
 
 
 def assess(result: dict[str, pd.DataFrame], inv: pd.DataFrame, setting: str) -> list[claims.Claim]:
+    """Chapter 08's two claims: the value (≈ −0.50) and the oscillatory structure it is said
+    to reveal."""
     return [assess_value(result, setting), assess_oscillation(result, inv, setting)]

@@ -58,11 +58,17 @@ _ACTIVE: "weakref.WeakKeyDictionary[nn.Module, Edit]" = weakref.WeakKeyDictionar
 
 
 class EditError(ValueError):
+    """An edit that cannot be built or applied: an unknown kind, group or option, a layer out of
+    range, a shape mismatch, or a second edit while one is active (edits do not nest)."""
     pass
 
 
 @dataclass(frozen=True)
 class Edit:
+    """What to do to which layers; build one with `edit()`, which validates it. Frozen, with
+    `options` as sorted (name, value) pairs, so the same options given in any order compare
+    equal."""
+
     kind: str
     layers: tuple[int, ...]
     group: str | None = None
@@ -70,10 +76,13 @@ class Edit:
 
     @property
     def opts(self) -> dict[str, Any]:
+        """The options as a dict (`fraction`, `rank`, `alpha`, `sigma`, `seed` or `values`)."""
         return dict(self.options)
 
     @property
     def label(self) -> str:
+        """Short text for tables and errors, e.g. `scale(alpha=0.9) @ L3,4`: the group only when
+        it is not the kind's default, and never `replace`'s tensors."""
         opts = ", ".join(f"{k}={v}" for k, v in self.options if k != "values")
         group = f"[{self.group}]" if self.group and self.group != DEFAULT_GROUP.get(self.kind) else ""
         layers = ",".join(map(str, self.layers))

@@ -23,6 +23,10 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])")
 
 @dataclass
 class EvalSet:
+    """Sentences with their token ids (one sequence each), where they came from, and in `info`
+    the settings that chose them. A set with no sentences, or with a sentence of fewer than two
+    tokens (nothing to predict), is refused."""
+
     name: str
     sentences: list[str]
     ids: list[list[int]]
@@ -40,9 +44,12 @@ class EvalSet:
 
     @property
     def predicted_tokens(self) -> int:
+        """Tokens scored: T − 1 per sentence, as the first token has nothing before it."""
         return sum(len(s) - 1 for s in self.ids)
 
     def describe(self) -> dict[str, Any]:
+        """The set's size as one table row (sentences, predicted tokens, shortest and longest
+        sentence in tokens, and `info`); `Lab.describe_sets` caches it."""
         lengths = [len(s) for s in self.ids]
         return {"set": self.name, "source": self.source, "sentences": len(self.ids),
                 "predicted_tokens": self.predicted_tokens, "min_len": min(lengths),

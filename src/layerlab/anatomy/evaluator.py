@@ -48,12 +48,16 @@ class Scores:
         return float(np.mean(np.exp(self.nll / self.tokens)))
 
     def to_dict(self) -> dict[str, Any]:
+        """JSON form for the results cache: NLLs rounded to 5 decimals, token counts, and the
+        two perplexities for a reader of the stored file."""
         return {"nll": [round(float(x), 5) for x in self.nll],
                 "tokens": [int(x) for x in self.tokens], "ppl": self.ppl,
                 "mean_sentence_ppl": self.mean_sentence_ppl}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Scores":
+        """Scores back from `to_dict`'s form; the stored perplexities are not read but
+        recomputed from the NLLs."""
         return cls(np.asarray(d["nll"], dtype=np.float64), np.asarray(d["tokens"], dtype=np.int64))
 
 

@@ -42,6 +42,8 @@ CORE_MIN = DECLARATIONS["P2-C1-core"].band.lo
 
 
 def method_edit(method: str, layer: int) -> edits.Edit:
+    """The edit one map method (a key of `METHODS`) makes at `layer`: its edit kind on its
+    tensor group, e.g. `neighbour_average_mlp` averages only the MLP's linear weights."""
     kind, group = METHODS[method]
     return edits.edit(kind, layer, group=group)
 
@@ -176,6 +178,8 @@ def layer_similarity(lm: models.LoadedModel, evaluator) -> pd.DataFrame:
 
 
 def similarity(lab: Lab) -> pd.DataFrame:
+    """`layer_similarity` on E1, cached: the removal-based metrics (Block Influence, angular
+    distance) that `anchors` ranks the map against."""
     value = lab.cache.cached("layer_similarity", lab.key(set="E1"), lambda: layer_similarity(
         lab.lm, lab.evaluator("E1")).to_dict(orient="list"))
     return pd.DataFrame(value)
@@ -308,6 +312,8 @@ def layer_estimate(rows: pd.DataFrame, stat, need: int = 1) -> claims.Estimate |
 
 
 def kth_largest(k: int):
+    """A `layer_estimate` statistic: the k-th largest value (k = 3 of L8–11 reads "at least
+    three of four layers"); non-decreasing in each value, as `layer_estimate` needs."""
     return lambda x: np.sort(x)[-k]
 
 
@@ -368,6 +374,8 @@ def range_units(ranges: pd.DataFrame) -> list[claims.Unit]:
 
 
 def assess_range(ranges: pd.DataFrame, setting: str) -> claims.Claim:
+    """P2-C1-range (the "10^7 range") decided on `range_units`; `ranges` is `run`'s table, and
+    the wording adds the two well-posed summaries when it has them."""
     r = ranges.set_index("set")
     return _decided(
         "P2-C1-range", range_units(ranges),
@@ -431,6 +439,9 @@ def core_units(table: pd.DataFrame, n_layers: int,
 def assess_core(table: pd.DataFrame, setting: str, n_layers: int,
                 control: pd.DataFrame | None = None, *,
                 stand_in: pd.DataFrame | None = None) -> claims.Claim:
+    """P2-C1-core decided on `core_units`; the wording gives each operation's peak, core layers
+    and L8–11's degradations per set. `control` (`untrained_map`) and `stand_in` as in
+    `assess`."""
     units = core_units(table, n_layers, control)
     shown = []
     for m in [m for m in CORE_OPERATIONS if m in set(table["method"])]:
@@ -467,6 +478,8 @@ def peak_size_units(table: pd.DataFrame) -> list[claims.Unit]:
 
 def assess_peak_size(table: pd.DataFrame, setting: str, *,
                      stand_in: pd.DataFrame | None = None) -> claims.Claim:
+    """P2-C1-peak-size (+63,419 % at L11) decided on `peak_size_units`; the wording names the
+    layer of L8–11 that degrades most in each set. `stand_in` as in `assess`."""
     shown = {}
     for s in _sets(table):
         rows = _rows(table, s, "neighbour_average", PAPER_CORE)
@@ -489,6 +502,8 @@ def anti_estimate(table: pd.DataFrame, set_name: str, method: str) -> claims.Est
 
 
 def anti_units(table: pd.DataFrame, control: pd.DataFrame | None = None) -> list[claims.Unit]:
+    """P2-C1-anti-layers, one unit per set: `anti_estimate` under neighbour averaging, the
+    untrained twin's as control (None: not measured), and the same under removal as a secondary."""
     units = []
     for s in _sets(table):
         est = anti_estimate(table, s, "neighbour_average")
@@ -504,6 +519,8 @@ def anti_units(table: pd.DataFrame, control: pd.DataFrame | None = None) -> list
 def assess_anti(table: pd.DataFrame, setting: str,
                 control: pd.DataFrame | None = None, *,
                 stand_in: pd.DataFrame | None = None) -> claims.Claim:
+    """P2-C1-anti-layers decided on `anti_units`; the wording gives L14's and L17's degradation
+    and CI under both operations in every set. `control` and `stand_in` as in `assess`."""
     df = table[table["method"].isin(CORE_OPERATIONS) & table["layer"].isin(PAPER_ANTI)]
     units = anti_units(table, control)
     return _decided(
@@ -546,6 +563,8 @@ def the_rest(n_layers: int) -> list[int]:
 
 def io_units(table: pd.DataFrame, n_layers: int,
              control: pd.DataFrame | None = None) -> list[claims.Unit]:
+    """P2-C1-io-layers, one unit per set: `io_estimate`, the untrained twin's as control, and
+    as a secondary the largest degradation of `the_rest` (connective: below `CONNECTIVE_MAX`)."""
     units = []
     for s in _sets(table):
         est = io_estimate(table, s, n_layers)
@@ -561,6 +580,9 @@ def io_units(table: pd.DataFrame, n_layers: int,
 def assess_io(table: pd.DataFrame, setting: str, n_layers: int,
               control: pd.DataFrame | None = None, *,
               stand_in: pd.DataFrame | None = None) -> claims.Claim:
+    """P2-C1-io-layers decided on `io_units`; the wording lists, per set, the layers the class
+    rule calls I/O and any other layer at or above `CONNECTIVE_MAX` (30 %). `control` and
+    `stand_in` as in `assess`."""
     nb_in = inner(table[table["method"] == "neighbour_average"], n_layers)
     io = {s: sorted(df.loc[df["class"] == "I/O", "layer"].astype(int))
           for s, df in nb_in.groupby("set")}

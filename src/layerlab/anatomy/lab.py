@@ -14,6 +14,7 @@ from layerlab.settings import AnatomySettings
 
 
 def config_for(profile: Profile) -> AnatomySettings:
+    """The profile's settings for P2's chapters (model, evaluation sets, bootstrap, methods)."""
     return AnatomySettings.from_profile(profile)
 
 
@@ -29,6 +30,7 @@ class Lab:
 
     @property
     def model_name(self) -> str:
+        """The profile's model id (a `tiny-` name is a random model built from its config)."""
         return self.cfg.model
 
     def key(self, **extra: Any) -> dict[str, Any]:
@@ -38,6 +40,8 @@ class Lab:
 
     @cached_property
     def lm(self) -> models.LoadedModel:
+        """The model, loaded on first use and kept (in the profile's dtype on the default
+        device); a `tiny-` model is built at random with `tiny_layers` layers."""
         dtype = models.resolve_dtype(self.cfg.torch_dtype)
         if self.model_name.startswith("tiny-"):
             return models.load_tiny(self.model_name, layers=self.cfg.tiny_layers)
@@ -45,6 +49,8 @@ class Lab:
 
     @property
     def n_layers(self) -> int:
+        """The depth the profile declares, known without loading the model; `evaluator`
+        checks the loaded model against it."""
         return self.cfg.n_layers
 
     def evalset(self, name: str, tokens: int = 0) -> evalsets.EvalSet:
@@ -60,6 +66,9 @@ class Lab:
         raise ValueError(f"unknown evaluation set {name!r}; use 'E0' or 'E1'")
 
     def evaluator(self, name: str, tokens: int = 0) -> Evaluator:
+        """The evaluator of `evalset(name, tokens)`, built once and kept (it caches the unedited
+        model's scores and, when they fit, its block inputs); refuses a model whose depth is not
+        the profile's."""
         if (name, tokens) not in self._evaluators:
             ev = Evaluator(self.lm, self.evalset(name, tokens), batch_tokens=self.cfg.batch_tokens,
                            progress=self.progress)

@@ -302,6 +302,8 @@ def greedy(lm, prompt: str, max_new_tokens: int) -> list[int]:
 
 
 def generation_conditions(target: list[int], n_layers: int) -> dict[str, edits.Edit | None]:
+    """The edits the generations compare, by name: none (the unedited model), each of the five
+    strategies jointly on the target set S, and scale ×0.9 on every layer."""
     conds: dict[str, edits.Edit | None] = {"unedited": None}
     conds.update({f"{name} on S": _edit(name, target) for name in STRATEGIES})
     conds["scale ×0.9 on all layers"] = edits.edit("scale", list(range(n_layers)), alpha=0.9)
@@ -347,6 +349,8 @@ def generation_texts(gens: pd.DataFrame) -> pd.DataFrame:
 
 
 def generation_summary(gens: pd.DataFrame) -> pd.DataFrame:
+    """Mean distinct-2 and repeated-3 per condition over the prompts (conditions in run
+    order): the repetition scores beside which the texts are read."""
     return gens.groupby("condition", sort=False)[["distinct_2", "repeated_3"]].mean().round(3)
 
 
@@ -435,6 +439,9 @@ def only_scaling_units(joint: pd.DataFrame, gens: pd.DataFrame,
 
 def assess_only_scaling(result: dict[str, Any], gens: pd.DataFrame, matched_result: dict[str, Any],
                         setting: str) -> claims.Claim:
+    """P2-C4-only-scaling decided on `only_scaling_units`; the wording gives each strategy's
+    joint degradation on S, the matched-size runs (`matched_result`; None: not run) and the
+    calibrated generation check on `gens`."""
     joint = result["joint"].set_index(["set", "strategy"])
     mj = matched_result["joint"] if matched_result is not None else None
     sets = sorted(set(result["joint"]["set"]))
@@ -486,6 +493,8 @@ def magnitudes_units(joint: pd.DataFrame) -> list[claims.Unit]:
 
 
 def assess_magnitudes(result: dict[str, Any], setting: str) -> claims.Claim:
+    """P2-C4-magnitudes (+19 % against millions of %) decided on `magnitudes_units`; the
+    wording gives scale ×0.9's degradation and the worst other strategy's in each set."""
     joint = result["joint"].set_index(["set", "strategy"])
     sets = sorted(set(result["joint"]["set"]))
     worst = {s: max(OTHERS, key=lambda o, s=s: joint.loc[(s, o), "deg"]) for s in sets}
@@ -504,5 +513,6 @@ def assess_magnitudes(result: dict[str, Any], setting: str) -> claims.Claim:
 
 def assess(result: dict[str, Any], gens: pd.DataFrame, matched_result: dict[str, Any],
            setting: str) -> list[claims.Claim]:
+    """Chapter 06's two claims: only scaling preserves quality, and the sizes of the damage."""
     return [assess_only_scaling(result, gens, matched_result, setting),
             assess_magnitudes(result, setting)]

@@ -348,10 +348,14 @@ class Gram:
 
     @property
     def layers(self) -> int:
+        """L: G's last row and column belong to the ones vector, not to a layer."""
         return self.G.shape[0] - 1
 
     @classmethod
     def of(cls, stack: np.ndarray | torch.Tensor) -> "Gram":
+        """The Gram of an [L, n] stack (one flattened layer per row), taken as float32 and
+        summed in float64; beyond 5·10^7 elements it is summed in column blocks to bound
+        memory."""
         s = torch.as_tensor(np.asarray(stack, dtype=np.float32))
         L, n = s.shape
         g = (s.double() @ s.double().T).numpy() if n * L < 5e7 else _blocked_gram(s)
@@ -361,11 +365,14 @@ class Gram:
         return cls(G, n)
 
     def e(self, i: int) -> np.ndarray:
+        """Coefficients over [W; 1] of layer i alone (i = L: the ones vector)."""
         v = np.zeros(self.layers + 1)
         v[i] = 1.0
         return v
 
     def dot(self, a: np.ndarray, b: np.ndarray) -> float:
+        """aᵀ G b: the inner product of two combinations of the layers and the ones vector,
+        given as coefficient vectors, without forming either tensor."""
         return float(a @ self.G @ b)
 
     def scores(self, c: np.ndarray, t: int) -> dict[str, float]:
@@ -521,6 +528,8 @@ def random_init_stack(shape: tuple[int, ...], layers: int, *, is_norm: bool, std
 
 
 def shuffled(stack: np.ndarray, seed: int = 0) -> np.ndarray:
+    """The same layers in a seeded random order: a null that keeps every layer's values and
+    removes only their order in depth."""
     return stack[np.random.default_rng(seed).permutation(stack.shape[0])]
 
 

@@ -24,10 +24,14 @@ FAMILY_PREFIX = "family-d"
 
 
 def config_for(profile: Profile) -> GeometrySettings:
+    """The profile's geometry settings: which text, how much of it, which models get untrained
+    controls, and chapter 03's context lengths."""
     return GeometrySettings.from_profile(profile)
 
 
 def model_names(profile: Profile) -> list[str]:
+    """Every model the chapters measure, in order: the pretrained ones (the geometry settings'
+    `models`, else the profile's), then the depth family as `family-d<depth>`."""
     cfg = config_for(profile)
     fam = family.config_for(profile)
     return [*(cfg.models or profile.models), *(f"{FAMILY_PREFIX}{d}" for d in fam.depths)]
@@ -120,6 +124,9 @@ def run(profile: Profile, cache: results.Cache | None = None, *, progress: bool 
 
 
 def token_profiles(profile: Profile, name: str, cache: results.Cache | None = None) -> dict:
+    """One model's stored sample of per-token profiles (column name → array, with the decoded
+    `token_text`) for chapter 03's PCA; read from the cache only, so `run` must have measured
+    the model (LookupError otherwise)."""
     cache = cache or results.Cache(profile.name)
     arrays = cache.get_arrays(EXPERIMENT, _cache_key(profile, name), name)
     if arrays is None:
@@ -229,6 +236,8 @@ def family_losses(results_by_member: dict[str, dict[str, Any]]) -> pd.DataFrame:
 
 
 def family_curves(results_by_member: dict[str, dict[str, Any]]) -> pd.DataFrame:
+    """Training curves of the family, one row per member and evaluation step: depth, seed,
+    step, tokens seen, and train and validation loss (nats per byte)."""
     return pd.DataFrame([{"depth": r["depth"], "seed": r["seed"], **p}
                          for r in results_by_member.values() for p in r["curve"]])
 

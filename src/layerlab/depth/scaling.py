@@ -78,6 +78,7 @@ class Design:
 
     @property
     def n(self) -> int:
+        """Number of runs: the n of the SEs' s² = Σ r² / (n − 7)."""
         return len(self.y)
 
 
@@ -242,13 +243,17 @@ class Fit:
 
     @property
     def alpha_l(self) -> float:
+        """The depth exponent α_ℓ, the number P1's depth claim is about (the same in the
+        paper's units and in raw ones: rescaling ℓ changes only c_ℓ)."""
         return self.params["alpha_l"]
 
     def to_dict(self) -> dict[str, Any]:
+        """Every field, for the results cache (JSON-ready: `cov` is nested lists, θ a list)."""
         return dict(self.__dict__)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Fit":
+        """A Fit back from `to_dict`'s form, as a cached result stores it."""
         return cls(**d)
 
 
@@ -263,6 +268,9 @@ def standard_errors(theta: np.ndarray, d: Design) -> tuple[np.ndarray, np.ndarra
 
 
 def summarise(theta: np.ndarray, d: Design, recipe: str, **extra: Any) -> Fit:
+    """The Fit of one parameter vector θ (`PARAMS` order, paper's units) on `d`: the c's
+    exponentiated and also in raw units, the paper's Jacobian SEs and covariance, the objective
+    and the mean absolute and relative error in loss; θ and `extra` go to `Fit.extra`."""
     se, cov = standard_errors(theta, d)
     Lhat = predict(theta, d.X)[0]
     ln_c = dict(zip(("c_m", "c_l", "c_D"), theta[:3]))
@@ -284,6 +292,8 @@ def summarise(theta: np.ndarray, d: Design, recipe: str, **extra: Any) -> Fit:
 
 
 def kept(data: pd.DataFrame, n_excluded: int = PAPER_EXCLUDED) -> pd.DataFrame:
+    """The runs left after the outlier cut (`outlier_mask`), re-indexed from 0: 203 of the
+    245 at the paper's cut."""
     return data[outlier_mask(data["loss"].to_numpy(), n_excluded)].reset_index(drop=True)
 
 
@@ -374,6 +384,8 @@ def fit_huber(data: pd.DataFrame, start: Fit, *, delta: float = 1e-3,
 
 
 def percentile_interval(values: np.ndarray, level: float = 0.95) -> tuple[float, float]:
+    """The central `level` percentile interval of bootstrap values (2.5th and 97.5th
+    percentiles at 0.95)."""
     lo, hi = np.percentile(values, [50 * (1 - level), 50 * (1 + level)])
     return float(lo), float(hi)
 

@@ -27,6 +27,9 @@ from layerlab import models
 
 @dataclass(frozen=True)
 class Fact:
+    """A factual prompt to trace: `subject` is the span of `prompt` whose tokens the corrupted
+    run noises, and p(target) is read for the first token of `target` at the last position."""
+
     prompt: str
     subject: str
     target: str  # the continuation; its first token is the target
