@@ -31,6 +31,7 @@ from layerlab.settings import RecoveryConfig
 
 
 def config_for(lab: Lab) -> RecoveryConfig:
+    """The recovery settings of the lab's profile (layers, σ, steps, τs, seeds, control runs)."""
     return lab.cfg.recovery
 
 
@@ -539,6 +540,8 @@ def steps_unit(result: dict[str, pd.DataFrame], cfg: RecoveryConfig,
 
 def assess_steps(result: dict[str, pd.DataFrame], cfg: RecoveryConfig, setting: str,
                  no_damage: pd.DataFrame | None = None) -> claims.Claim:
+    """P2-C5's recovery-speed claim (anti-layers recover at once, the core slowly), decided from
+    the fixed-σ runs against the no-damage runs when given (else the unedited model)."""
     decl = DECLARATIONS[STEPS_ID]
     unit, info = steps_unit(result, cfg, no_damage)
     ratio = anti_layer_noise(result["table"])

@@ -33,6 +33,7 @@ def config_for(profile) -> FamilyConfig:
 
 
 def folder(cfg: FamilyConfig) -> Path:
+    """Where the family's checkpoints live (outside the results; one folder per settings)."""
     return paths.cache_dir() / "family" / results.config_hash(cfg.key())
 
 
@@ -44,6 +45,7 @@ FAMILY = "depth_family"  # the experiment name of the members' training results
 
 
 def member_name(depth: int, seed: int) -> str:
+    """A member's item name in the results and its checkpoint's file stem."""
     return f"depth-{depth}-s{seed}"
 
 
@@ -84,6 +86,7 @@ def eval_loss(lm: models.LoadedModel, blocks: torch.Tensor, batch_size: int = 16
 
 
 def checkpoint(depth: int, cfg: FamilyConfig, seed: int | None = None) -> Path:
+    """The member's resumable checkpoint (weights, optimizer, training state)."""
     return folder(cfg) / f"{member_name(depth, _seed(cfg, seed))}.ckpt"
 
 
