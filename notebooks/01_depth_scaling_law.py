@@ -72,6 +72,7 @@ from layerlab.depth import scaling
 
 profile = profiles.setup(seed=0)
 cfg = profile.depth_scaling
+runs = scaling.Experiment(profile)  # every fit and table below, stored under keys it builds
 print(f"profile: {profile.name}; settings: {cfg}")
 
 # %% [markdown]
@@ -85,7 +86,7 @@ print(f"profile: {profile.name}; settings: {cfg}")
 # above the 40th-largest loss, which removes the small, badly under-trained runs.
 
 # %%
-data = scaling.load_chinchilla()
+data = runs.data
 kept = scaling.kept(data)
 print(f"{len(data)} runs, {data[['m', 'ell']].drop_duplicates().shape[0]} distinct shapes; "
       f"{len(kept)} kept after the outlier cut")
@@ -101,8 +102,7 @@ kept.describe().loc[["min", "50%", "max"]]
 # float32, as PyTorch did for the authors, and compare every number with their notebook's output.
 
 # %%
-paper_fit = scaling.stored(profile.name, "paper fit", lambda: scaling.fit(
-    data, "paper", steps=cfg.adam_steps), steps=cfg.adam_steps)
+paper_fit = runs.paper_fit()
 scaling.compare_with_paper(paper_fit)
 
 # %% [markdown]
@@ -122,11 +122,10 @@ scaling.compare_with_paper(paper_fit)
 # the authors' recipe in float64 instead of float32.
 
 # %%
-converged = scaling.stored(profile.name, "converged fit", lambda: scaling.fit(data, "converged"))
-paper64 = scaling.stored(profile.name, "paper fit float64", lambda: scaling.fit(
-    data, "paper", steps=cfg.adam_steps, dtype=np.float64), steps=cfg.adam_steps)
+converged = runs.converged_fit()
+paper64 = runs.paper_fit_float64()
 # an independent solver on the same objective
-check = scaling.stored(profile.name, "scipy check", lambda: scaling.fit_scipy(data, converged))
+check = runs.scipy_check()
 print(f"{converged.extra['starts_converged']} of {converged.extra['n_starts']} starts converged; "
       f"{converged.extra['starts_at_best']} reached the best objective")
 scaling.recipes_table({"paper recipe (float32)": paper_fit, "paper recipe (float64)": paper64,
@@ -139,8 +138,7 @@ scaling.recipes_table({"paper recipe (float32)": paper_fit, "paper recipe (float
 # changes. Adam is walking along a flat valley, and 50,000 steps is an arbitrary place to stop.
 
 # %%
-path = scaling.stored(profile.name, "adam path", lambda: scaling.adam_path(
-    data, checkpoints=cfg.adam_path), checkpoints=cfg.adam_path)
+path = runs.adam_path()
 plots.adam_path_chart(path, converged.alpha_l)
 
 # %% [markdown]
@@ -154,8 +152,7 @@ plots.adam_path_chart(path, converged.alpha_l)
 
 # %%
 lo_g, hi_g, n_g = cfg.profile_grid
-prof = scaling.stored(profile.name, "profile", lambda: scaling.profile_alpha_l(
-    data, np.linspace(lo_g, hi_g, n_g), start=converged), grid=cfg.profile_grid)
+prof = runs.alpha_l_profile()
 prof_lo, prof_hi = scaling.profile_interval(prof)
 print(f"95 % profile interval for α_ℓ: [{prof_lo:.2f}, {prof_hi:.2f}] (grid step "
       f"{(hi_g - lo_g) / (n_g - 1):.2f})")
@@ -166,8 +163,7 @@ plots.profile_chart(prof)
 # convergence (warm-started at the converged fit; one vectorised solve for all resamples).
 
 # %%
-boot = scaling.stored(profile.name, "bootstrap", lambda: scaling.bootstrap(
-    data, converged, n_resamples=cfg.bootstrap, seed=0), resamples=cfg.bootstrap, seed=0)
+boot = runs.bootstrap()
 ok = boot[boot["converged"]]
 boot_lo, boot_hi = scaling.percentile_interval(ok["alpha_l"].to_numpy())
 print(f"{len(ok)} of {len(boot)} resamples converged; α_ℓ mean {ok['alpha_l'].mean():.3f}, "
@@ -183,8 +179,7 @@ plots.bootstrap_histogram(ok["alpha_l"], boot_lo, boot_hi, {
 # unit; its interval decides the verdicts below.
 
 # %%
-shape_boot = scaling.stored(profile.name, "shape bootstrap", lambda: scaling.shape_bootstrap(
-    data, converged, n_resamples=cfg.bootstrap, seed=0), resamples=cfg.bootstrap, seed=0)
+shape_boot = runs.shape_bootstrap()
 ok_s = shape_boot[shape_boot["converged"]]
 shape_lo, shape_hi = scaling.percentile_interval(ok_s["alpha_l"].to_numpy())
 n_shapes = kept[["m", "ell"]].drop_duplicates().shape[0]
@@ -201,8 +196,7 @@ plots.bootstrap_histogram(ok_s["alpha_l"], shape_lo, shape_hi, {
 # fitted runs pull less. The same law, the same points, that loss:
 
 # %%
-huber = scaling.stored(profile.name, "huber fit", lambda: scaling.fit_huber(data, converged),
-                       delta=1e-3)
+huber = runs.huber_fit()
 scaling.recipes_table({"least squares (converged)": converged, "Huber δ = 1e-3": huber})
 
 # %% [markdown]
@@ -210,8 +204,7 @@ scaling.recipes_table({"least squares (converged)": converged, "Huber δ = 1e-3"
 # We scan with both recipes (all cuts in one batched solve each).
 
 # %%
-scan = scaling.stored(profile.name, "cut scan", lambda: scaling.cut_scan(
-    data, cuts=cfg.cuts, steps=cfg.adam_steps), cuts=cfg.cuts, steps=cfg.adam_steps)
+scan = runs.cut_scan()
 plots.cut_scan_chart(scan)
 
 # %%
@@ -235,8 +228,7 @@ ident["corr"].round(3)
 # other 20 %, with and without the depth term, over several splits.
 
 # %%
-held = scaling.stored(profile.name, "held out", lambda: scaling.held_out(
-    data, n_splits=cfg.held_out_splits, seed=0), splits=cfg.held_out_splits, seed=0)
+held = runs.held_out()
 scaling.held_out_summary(held)
 
 # %% [markdown]
@@ -252,8 +244,7 @@ scaling.held_out_summary(held)
 # static page, no kernel needed).
 
 # %%
-parts_by_cut = scaling.stored(profile.name, "parts by cut", lambda: scaling.parts_by_cut(
-    data, scan), cuts=cfg.cuts, steps=cfg.adam_steps)
+parts_by_cut = runs.parts_by_cut()
 plots.depth_part_slider(parts_by_cut)
 
 # %%
@@ -284,10 +275,7 @@ plots.aspect_chart(optimal, scaling.chinchilla_shapes(data))
 # %%
 setting = (f"Chinchilla runs (Epoch AI extraction), {len(kept)} points; "
            f"profile {profile.name}; bootstrap {cfg.bootstrap} resamples")
-chapter_claims = scaling.assess(paper_fit, converged, boot, scan,
-                                scaling.stored(profile.name, "paper fit l-2", lambda: scaling.fit(
-                                    data, "paper", depth_offset=2, steps=cfg.adam_steps),
-                                    steps=cfg.adam_steps),
+chapter_claims = scaling.assess(paper_fit, converged, boot, scan, runs.paper_fit_minus_two(),
                                 setting, shape_boot=shape_boot, huber=huber)
 claims.record(chapter_claims, profile.name)
 
@@ -315,9 +303,10 @@ claims.record(chapter_claims, profile.name)
 #   replication's loss) beside the authors' least squares.
 # - Everything else (data, outlier rule, units, objective, start, learning rates) is the
 #   authors' exactly.
-# - **Stored fits.** Every fit and table above is kept in the results cache (`scaling.stored`,
-#   keyed by its settings and the CSV's hash): 50,000 float32 Adam steps are not bit-for-bit the
-#   same on every CPU, and the page must show the numbers the committed results hold.
+# - **Stored fits.** Every fit and table above is kept in the results cache (`scaling.Experiment`,
+#   keyed by its settings, the records it starts from and the CSV's hash): 50,000 float32 Adam
+#   steps are not bit-for-bit the same on every CPU, and the page must show the numbers the
+#   committed results hold.
 
 # %% [markdown]
 # ## Provenance

@@ -233,6 +233,49 @@ def test_stored_fits_and_tables_round_trip_and_are_read_back(tmp_path, monkeypat
     assert scaling.stored("smoke", "t", compute, cuts=(1, 3)) is not None and calls == [1, 1]
 
 
+
+def test_experiment_keys_hold_every_input_of_each_step():
+    from layerlab import profiles
+
+    runs = scaling.Experiment(profiles.get("smoke"))
+    keys = runs.keys()
+    steps = {k for k, v in vars(scaling.Experiment).items() if callable(v) and not k.startswith("_")
+             and k != "keys"}
+    assert set(keys) == steps  # one key per step method, and every step has one
+    assert len({k["name"] for k in keys.values()}) == len(keys)
+    converged = keys["converged_fit"]
+    for step in ("scipy_check", "alpha_l_profile", "bootstrap", "shape_bootstrap", "huber_fit"):
+        assert keys[step]["start"] == converged, step  # started at the converged fit
+    scan = keys["cut_scan"]
+    assert {k: v for k, v in keys["parts_by_cut"].items() if k != "name"} == \
+        {k: v for k, v in scan.items() if k != "name"}
+    cfg = runs.settings
+    assert keys["paper_fit"] == {"name": "paper fit", "steps": cfg.adam_steps}
+    assert keys["bootstrap"]["resamples"] == cfg.bootstrap and keys["alpha_l_profile"]["grid"] \
+        == cfg.profile_grid and keys["held_out"]["splits"] == cfg.held_out_splits
+
+
+def test_experiment_steps_read_the_record_under_their_key(tmp_path, monkeypatch):
+    from layerlab import profiles
+    from layerlab.depth.scaling import fits
+
+    monkeypatch.setenv("LAYERLAB_RESULTS", str(tmp_path))
+    runs = scaling.Experiment(profiles.get("smoke"))
+    keys = runs.keys()
+    conv = scaling.Fit("converged", {"alpha_l": 1.3}, {"alpha_l": 0.1}, 203, 0.003, 0.01, 0.004)
+    check = scaling.Fit("scipy", {"alpha_l": 1.3}, {"alpha_l": 0.1}, 203, 0.003, 0.01, 0.004)
+    for step, value in (("converged_fit", conv), ("scipy_check", check)):
+        key = dict(keys[step])
+        scaling.stored("smoke", key.pop("name"), lambda v=value: v, **key)
+
+    def never(*args, **kwargs):
+        raise AssertionError("a stored step was recomputed")
+
+    # the steps call the fits through their module: patch it there, not on the package
+    monkeypatch.setattr(fits, "fit", never)
+    monkeypatch.setattr(fits, "fit_scipy", never)
+    assert runs.scipy_check() == check and runs.converged_fit() == conv
+
 def test_shape_bootstrap_draws_whole_shapes(data):
     conv = scaling.fit(data, "converged")
     out = scaling.shape_bootstrap(data, conv, n_resamples=20, seed=1)
