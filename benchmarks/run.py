@@ -9,7 +9,7 @@ hidden:  the streaming statistics pass (chapters 02-03) vs a bare forward pass o
          the same tokens, and the peak memory for 4 vs 16 windows of 512 tokens.
 toy:     chapter 04's batched step (all student depths, one teacher pass) vs training the
          students one by one for the same steps; and the grid of 8 sweeps as one batched
-         program (toygrid) vs sweep by sweep.
+         program (toy.Grid) vs sweep by sweep.
 offload: the statistics pass of a sharded 12 x 768 Llama in memory vs read from disk through
          accelerate's offload: time and peak RSS (not in the default set).
 weights: chapters 07-08's weight-statistics pass over all layers and tensor types with nulls
@@ -217,13 +217,13 @@ def bench_toy(steps: int = 200, repeats: int = 3) -> dict:
 
 def bench_toy_grid(steps: int = 200, repeats: int = 3, batch_size: int = 256) -> dict:
     """The paper's grid shape at cpu-profile sizes -- 4 temperatures x 2 teacher types, one seed
-    (8 KL sweeps) -- as one batched program (`toygrid.Grid`: one teacher pass per teacher type,
+    (8 KL sweeps) -- as one batched program (`toy.Grid`: one teacher pass per teacher type,
     one batched matmul per layer and depth) vs today's sweep-by-sweep loop (each sweep's depths
     together, its own teacher pass), the same steps; and the share of the batched step spent in
     matrix products (what batching cannot remove on a CPU)."""
     from torch.profiler import profile
 
-    from layerlab.depth import toy, toygrid
+    from layerlab.depth import toy
 
     base = dict(teacher_depth=64, batch_size=batch_size, steps=steps,
                 student_depths=(2, 4, 8, 16))
@@ -231,7 +231,7 @@ def bench_toy_grid(steps: int = 200, repeats: int = 3, batch_size: int = 256) ->
                for t in (0.1, 0.3, 1.0, 3.0) for teacher in ("independent", "tied")}
 
     def batched():
-        grid = toygrid.Grid(configs)
+        grid = toy.Grid(configs)
         for _ in range(steps):
             grid.train_step()
 
@@ -245,7 +245,7 @@ def bench_toy_grid(steps: int = 200, repeats: int = 3, batch_size: int = 256) ->
     for _ in range(repeats):
         t_grid += _timed(batched, 1)
         t_seq += _timed(sequential, 1)
-    grid = toygrid.Grid(configs)
+    grid = toy.Grid(configs)
     grid.train_step()
     with profile() as prof:
         for _ in range(3):

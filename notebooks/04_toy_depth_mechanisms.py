@@ -43,7 +43,7 @@
 # teacher seeds at T = 1 and for MSE; the `gpu` profile runs the paper's grid (students 6–48,
 # 16 temperatures × 3 teacher seeds, 40k–80k steps). All students of a sweep train together on
 # the same batches with one teacher pass, and each student's result is stored on its own. The
-# sweeps themselves train as one batched program (`layerlab.depth.toygrid`: the students of one
+# sweeps themselves train as one batched program (`layerlab.depth.toy.grid`: the students of one
 # depth across sweeps in one matrix product per layer, one teacher pass per teacher and seed),
 # which ends where training them one by one ends (tested to float32 rounding).
 

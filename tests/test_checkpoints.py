@@ -13,7 +13,7 @@ import torch
 
 from layerlab import models, results
 from layerlab.anatomy import growth
-from layerlab.depth import family, toygrid
+from layerlab.depth import family, toy
 from layerlab.settings import ToyConfig
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "layerlab"
@@ -64,8 +64,8 @@ def _growth_checkpoint(arm: str) -> tuple[growth.Program, Path]:
     return prog, growth.folder(GROWTH) / f"{results.slug(prog.arm)}.ckpt"
 
 
-def _toy_grid(**over) -> toygrid.Grid:
-    return toygrid.Grid({"a": ToyConfig(**TOY, **over, teacher="independent"),
+def _toy_grid(**over) -> toy.Grid:
+    return toy.Grid({"a": ToyConfig(**TOY, **over, teacher="independent"),
                          "b": ToyConfig(**{**TOY, "seed": 1}, **over, teacher="tied")})
 
 

@@ -1,4 +1,4 @@
-"""The batched toy grid (`layerlab.depth.toygrid`) ends where the sweeps end one by one, and a
+"""The batched toy grid (`layerlab.depth.toy.grid`) ends where the sweeps end one by one, and a
 grid stopped at a deadline resumes from its checkpoint to the same place."""
 
 from __future__ import annotations
@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from layerlab.depth import toy, toygrid
+from layerlab.depth import toy
+from layerlab.depth.toy.stack import stack_blocks
 from layerlab.settings import ToyConfig
 
 torch.set_num_threads(1)
@@ -36,7 +37,7 @@ CASES = {
 @pytest.mark.parametrize("over", CASES.values(), ids=CASES.keys())
 def test_grid_equals_the_sweeps_one_by_one(over):
     configs = _grid_configs(**over)
-    grid = toygrid.Grid(configs)
+    grid = toy.Grid(configs)
     grid.train(progress=False)
     got = grid.results()
     for name, cfg in configs.items():
@@ -48,13 +49,13 @@ def test_grid_equals_the_sweeps_one_by_one(over):
                                        torch.tensor(theirs["test_loss"]), rtol=1e-4, atol=1e-6)
         for d, student in zip(cfg.student_depths, sweep.students):
             stacked = grid.student(name, d)
-            ref = toygrid._stack_blocks(student["net"].blocks)
+            ref = stack_blocks(student["net"].blocks)
             for k, v in ref.items():
                 torch.testing.assert_close(stacked[k], v.detach(), rtol=1e-4, atol=1e-6)
 
 
 def test_the_loss_actually_falls():
-    grid = toygrid.Grid(_grid_configs(steps=40, eval_every=40))
+    grid = toy.Grid(_grid_configs(steps=40, eval_every=40))
     before = grid.test_loss()
     grid.train(progress=False)
     after = grid.curves[-1]["test_loss"]
@@ -63,32 +64,32 @@ def test_the_loss_actually_falls():
 
 def test_a_grid_stopped_at_a_deadline_resumes_to_the_same_place(tmp_path):
     configs = _grid_configs()
-    whole = toygrid.Grid(configs)
+    whole = toy.Grid(configs)
     whole.train(progress=False)
-    first = toygrid.Grid(configs)
+    first = toy.Grid(configs)
     assert first.train(deadline=0.0, checkpoint=tmp_path / "g.pt", progress=False) is False
     assert first.step_count == 0
     first.train_step(), first.train_step()
     first.save(tmp_path / "g.pt")
-    again = toygrid.Grid(configs)
+    again = toy.Grid(configs)
     assert again.load(tmp_path / "g.pt") and again.step_count == 2
     assert again.train(progress=False)
     assert again.results() == whole.results()
 
 
 def test_a_checkpoint_of_other_sweeps_is_not_loaded(tmp_path):
-    toygrid.Grid(_grid_configs()).save(tmp_path / "g.pt")
-    assert not toygrid.Grid(_grid_configs(base_lr=1e-3)).load(tmp_path / "g.pt")
+    toy.Grid(_grid_configs()).save(tmp_path / "g.pt")
+    assert not toy.Grid(_grid_configs(base_lr=1e-3)).load(tmp_path / "g.pt")
 
 
 def test_groups_split_what_cannot_share_a_step():
     configs = {**_grid_configs(), "m": ToyConfig(**BASE, objective="mse")}
-    parts = toygrid.groups(configs)
+    parts = toy.groups(configs)
     assert [sorted(p) for p in parts] == [["a", "b", "c"], ["m"]]
     with pytest.raises(ValueError, match="must agree"):
-        toygrid.Grid(configs)
+        toy.Grid(configs)
     with pytest.raises(ValueError, match="at least one"):
-        toygrid.Grid({})
+        toy.Grid({})
 
 
 def test_run_grid_stores_every_student_and_resumes_after_a_deadline(tmp_path, monkeypatch):
@@ -113,15 +114,15 @@ def test_run_grid_stores_every_student_and_resumes_after_a_deadline(tmp_path, mo
 def test_groups_are_cut_into_parts_that_keep_a_teacher_and_seed_together():
     configs = {f"T{t}-{teacher}-s{s}": ToyConfig(**BASE, temperature=t, teacher=teacher, seed=s)
                for s in (0, 1) for teacher in ("independent", "tied") for t in (0.5, 1.0, 2.0)}
-    parts = toygrid.groups(configs, max_size=3)
+    parts = toy.groups(configs, max_size=3)
     assert len(parts) == 4 and sum(len(p) for p in parts) == len(configs)
     for part in parts:
         assert len({(c.teacher, c.seed) for c in part.values()}) == 1
-    assert toygrid.groups(configs) == [configs]
+    assert toy.groups(configs) == [configs]
 
 
 def test_a_cuda_graph_is_only_captured_on_cuda():
-    grid = toygrid.Grid(_grid_configs())
+    grid = toy.Grid(_grid_configs())
     assert grid.use_cuda_graph() is False  # CPU: eager steps, nothing changed
     grid.train(progress=False)
     assert grid.done

@@ -8,7 +8,7 @@ machine inside a time budget, packed for the trip back.
 Parts, in this order (`--parts` picks some):
 
 - `toy`    chapter 04's grid -- every gpu sweep (exp-9/9-1 KL grid, MSE and RK2 runs) trained as
-           batched groups (`layerlab.depth.toygrid`), each group resumable from its checkpoint;
+           batched groups (`layerlab.depth.toy.grid`), each group resumable from its checkpoint;
 - `family` chapter 02's depth family (the gpu `FamilySettings`), member by member, then each
            member's hidden-state statistics, trained and untrained;
 - `growth` chapter 10's arms with the paper's 12-layer model and SmolLM2's tokenizer (the

@@ -1,16 +1,16 @@
 """Chapter 04's toy grid as one batched program: every student of every sweep in a group trains
 in the same step.
 
-`toy.Sweep` already trains the student depths of one sweep together; the paper's grid has 108
+`sweep.Sweep` already trains the student depths of one sweep together; the paper's grid has 108
 sweeps (16 temperatures x 2 teachers x 3 seeds, plus MSE and RK2 runs), and at width 32 a step
 costs kernel launches and autograd bookkeeping, not arithmetic. Here the sweeps of a *group*
 (same objective, head, block type, teacher depth, batch, steps, schedule and learning rate;
 temperature, teacher type, seed and student depths may differ) are stacked along a leading sweep
-axis: the teachers run as one batched matmul per layer, and the students of each depth (one per
-sweep that has that depth) as one batched matmul per layer. Parameters, initialisation, batches,
-targets, losses and optimiser are those of `toy.Sweep` -- each sweep draws its own batches from
-its own generator and sees only its own teacher -- so a grid ends where the sweeps end one by one
-(`tests/test_toygrid.py`, to float32 rounding).
+axis (`stack`): the teachers run as one batched matmul per layer, and the students of each depth
+(one per sweep that has that depth) as one batched matmul per layer. Parameters, initialisation,
+seeds, batches, targets, losses and schedule come from `net`, as for `sweep.Sweep` -- each sweep
+draws its own batches from its own generator and sees only its own teacher -- so a grid ends
+where the sweeps end one by one (`tests/test_toygrid.py`, to float32 rounding).
 
 A grid saves its whole state (parameters, Adam moments, data generators, curves) with
 `save`/`load`, so a time-boxed run stops at any step and resumes there.
@@ -18,8 +18,8 @@ A grid saves its whole state (parameters, Adam moments, data generators, curves)
 
 from __future__ import annotations
 
-import math
 import time
+import warnings
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from layerlab.depth import toy
+from layerlab.depth.toy import net
+from layerlab.depth.toy.stack import forward, stack_blocks, stack_networks, unique_index, unstack
 from layerlab.settings import ToyConfig
 
 # the fields that must agree for sweeps to share one step
@@ -36,6 +37,7 @@ GROUP_FIELDS = ("objective", "head", "student_block", "teacher_depth", "batch_si
 
 
 def group_key(cfg: ToyConfig) -> tuple:
+    """The fields of `GROUP_FIELDS`: sweeps with the same key can train as one grid."""
     return tuple(getattr(cfg, f) for f in GROUP_FIELDS)
 
 
@@ -57,53 +59,6 @@ def groups(configs: dict[str, ToyConfig], max_size: int | None = None) -> list[d
     return parts
 
 
-def _stack_blocks(blocks) -> dict[str, torch.Tensor]:
-    """[depth, k, ...] tensors of a block list (k = 1 Euler MLP, 2 for RK2's two MLPs), in
-    nn.Linear's [out, in] orientation."""
-    mlps = [[b] if isinstance(b, toy.Block) else [b.first, b.second] for b in blocks]
-    return {"w1": torch.stack([torch.stack([m.w1.weight for m in ms]) for ms in mlps]),
-            "b1": torch.stack([torch.stack([m.w1.bias for m in ms]) for ms in mlps]),
-            "w2": torch.stack([torch.stack([m.w2.weight for m in ms]) for ms in mlps])}
-
-
-def _layers(stacks: list[dict[str, torch.Tensor]], device) -> list[list[torch.Tensor]]:
-    """Per layer and MLP, [W₁ᵀ, b₁, W₂ᵀ] stacked over networks as contiguous leaves: [S, n, 4n],
-    [S, 1, 4n], [S, 4n, n]. One leaf per layer (not one [S, depth, ...] tensor): slicing a
-    stacked leaf would make autograd write a full-size zero gradient for every layer."""
-    depth, k = stacks[0]["w1"].shape[:2]
-    out = []
-    for layer in range(depth):
-        for j in range(k):
-            w1 = torch.stack([s["w1"][layer, j].T for s in stacks])
-            b1 = torch.stack([s["b1"][layer, j] for s in stacks]).unsqueeze(1)
-            w2 = torch.stack([s["w2"][layer, j].T for s in stacks])
-            out.append([t.detach().contiguous().to(device) for t in (w1, b1, w2)])
-    return out
-
-
-def _update(h: torch.Tensor, w1t: torch.Tensor, b1: torch.Tensor, w2t: torch.Tensor) -> torch.Tensor:
-    """f(h) = W₂ relu(W₁ rms(h) + b₁)² for a stack: h [S, B, n]."""
-    r = F.relu(torch.baddbmm(b1, toy.rms(h), w1t))
-    return torch.bmm(r * r, w2t)
-
-
-def _forward(h: torch.Tensor, mlps: list[list[torch.Tensor]], block: str) -> torch.Tensor:
-    """Run a stacked network (`_layers` output) from the normalised input h [S, B, n]."""
-    if block == "euler":
-        for p in mlps:
-            h = h + _update(h, *p)
-        return h
-    for first, second in zip(mlps[0::2], mlps[1::2]):  # RK2Block: h + f₂(h + ½ f₁(h))
-        h = h + _update(h + 0.5 * _update(h, *first), *second)
-    return h
-
-
-def _index(values: list) -> tuple[list, list[int]]:
-    """Unique values (first-seen order) and each value's position among them."""
-    unique = list(dict.fromkeys(values))
-    return unique, [unique.index(v) for v in values]
-
-
 class Grid:
     """The students of several sweeps of one group, trained as one batched program."""
 
@@ -113,27 +68,25 @@ class Grid:
         keys = {group_key(c) for c in configs.values()}
         if len(keys) != 1:
             raise ValueError(f"sweeps of one grid must agree on {GROUP_FIELDS}; split them with "
-                             f"toygrid.groups() first ({len(keys)} groups given)")
+                             f"toy.groups() first ({len(keys)} groups given)")
         self.names = list(configs)
         self.cfgs = [configs[n] for n in self.names]
         first = self.cfgs[0]
         self.cfg = first  # the group's shared fields
         self.device = torch.device(device)
-        self.learned = first.objective == "kl" and first.head == "learned"
-        # Sweeps with the same seed draw the same batches (toy.Sweep seeds its data with
-        # seed + 1), and those with the same teacher type too see the same teacher: the
-        # paper's 16 temperatures of one teacher and seed share one teacher pass here.
-        self.seeds, self.data_of = _index([c.seed for c in self.cfgs])
-        teachers, self.teacher_of = _index([(c.teacher, c.seed) for c in self.cfgs])
+        self.learned = net.learns_head(first)
+        # Sweeps with the same seed draw the same batches (`net.data_seed`), and those with the
+        # same teacher type too see the same teacher: the paper's 16 temperatures of one
+        # teacher and seed share one teacher pass here.
+        self.seeds, self.data_of = unique_index([c.seed for c in self.cfgs])
+        teachers, self.teacher_of = unique_index([(c.teacher, c.seed) for c in self.cfgs])
         self.teacher_data = torch.tensor([self.seeds.index(s) for _, s in teachers])
-        made = [toy.make_teacher(first.teacher_depth, tied=t == "tied", seed=s)
-                for t, s in teachers]
-        self.teacher = _layers([_stack_blocks(net.blocks) for net, _ in made], self.device)
+        made = [net.sweep_teacher(first.replace(teacher=t, seed=s)) for t, s in teachers]
+        self.teacher = stack_networks([stack_blocks(t.blocks) for t, _ in made], self.device)
         self.teacher_head = torch.stack([
             made[j][1].weight.T for j in self.teacher_of]).contiguous().to(self.device)
-        self.fixed_head = torch.stack([
-            torch.randn(toy.WIDTH, toy.VOCAB, generator=torch.Generator().manual_seed(c.seed + 7))
-            / math.sqrt(toy.WIDTH) for c in self.cfgs]).to(self.device)
+        self.fixed_head = torch.stack([net.fixed_head(c.seed)
+                                       for c in self.cfgs]).to(self.device)
         self.temps = torch.tensor([c.temperature for c in self.cfgs],
                                   device=self.device).view(-1, 1, 1)
         # students: one stack per depth over the sweeps that have that depth
@@ -142,20 +95,19 @@ class Grid:
                         for d in self.depths}
         self.students: dict[int, dict[str, Any]] = {}
         for d, idx in self.members.items():
-            nets = [toy.make_student(d, seed=self.cfgs[i].seed * 1000 + d, head=self.learned,
-                                     block=first.student_block) for i in idx]
-            layers = _layers([_stack_blocks(s["net"].blocks) for s in nets], self.device)
-            for p in (t for mlp in layers for t in mlp):
+            nets = [net.sweep_student(self.cfgs[i], d) for i in idx]
+            leaves = stack_networks([stack_blocks(s["net"].blocks) for s in nets], self.device)
+            for p in (t for mlp in leaves for t in mlp):
                 p.requires_grad_(True)
             head = (torch.stack([s["head"].weight.T for s in nets]).detach().contiguous()
                     .to(self.device).requires_grad_(True) if self.learned else None)
-            self.students[d] = {"layers": layers, "head": head,
+            self.students[d] = {"layers": leaves, "head": head,
                                 "data": torch.tensor([self.data_of[i] for i in idx],
                                                      device=self.device),
                                 "sweeps": torch.tensor(idx, device=self.device)}
-        self.opt = torch.optim.Adam([{"params": self._params(d), "lr": first.lr(d),
-                                      "initial_lr": first.lr(d)} for d in self.depths])
-        self.data = [torch.Generator().manual_seed(s + 1) for s in self.seeds]
+        self.opt = torch.optim.Adam([net.param_group(self._params(d), first, d)
+                                     for d in self.depths])
+        self.data = [net.generator(net.data_seed(s)) for s in self.seeds]
         self.step_count = 0
         self.curves: list[dict[str, Any]] = []
         self._graph: torch.cuda.CUDAGraph | None = None
@@ -167,14 +119,14 @@ class Grid:
 
     # --- one step ---------------------------------------------------------------------------
     def _batch(self, generators: list[torch.Generator]) -> torch.Tensor:
-        """One batch per distinct seed, drawn on the CPU as toy.Sweep draws it."""
-        return torch.stack([torch.randn(self.cfg.batch_size, toy.WIDTH, generator=g)
+        """One batch per distinct seed, drawn on the CPU as `sweep.Sweep` draws it."""
+        return torch.stack([net.draw_batch(self.cfg.batch_size, g)
                             for g in generators]).to(self.device)
 
     @torch.no_grad()
     def _targets(self, x: torch.Tensor) -> torch.Tensor:
         """Per sweep: the teacher's normalised final state (MSE) or its log-probabilities."""
-        h = toy.rms(_forward(toy.rms(x[self.teacher_data]), self.teacher, "euler"))
+        h = net.rms(forward(net.rms(x[self.teacher_data]), self.teacher, "euler"))
         h = h[torch.tensor(self.teacher_of, device=self.device)]
         if self.cfg.objective == "mse":
             return h
@@ -183,18 +135,17 @@ class Grid:
         return F.log_softmax(logits / self.temps, dim=-1)
 
     def _losses(self, x: torch.Tensor, target: torch.Tensor) -> dict[int, torch.Tensor]:
-        """Per depth, each member sweep's loss [members] (the reductions of toy.Sweep)."""
+        """Per depth, each member sweep's loss [members] (`net.mse`, `net.kl`)."""
         out = {}
         for d, s in self.students.items():
-            h = toy.rms(_forward(toy.rms(x[s["data"]]), s["layers"], self.cfg.student_block))
+            h = net.rms(forward(net.rms(x[s["data"]]), s["layers"], self.cfg.student_block))
             t = target[s["sweeps"]]
             if self.cfg.objective == "mse":
-                out[d] = ((h - t) ** 2).mean(dim=(1, 2))
+                out[d] = net.mse(h, t)
                 continue
             logits = (torch.bmm(h, s["head"]) if self.learned
                       else torch.bmm(h, self.fixed_head[s["sweeps"]]) / self.temps[s["sweeps"]])
-            logp = F.log_softmax(logits, dim=-1)
-            out[d] = (t.exp() * (t - logp)).sum(dim=(1, 2)) / x.shape[1]  # KL, batchmean
+            out[d] = net.kl(F.log_softmax(logits, dim=-1), t)
         return out
 
     def _step_on(self, x: torch.Tensor) -> None:
@@ -203,17 +154,10 @@ class Grid:
         torch.stack([v.sum() for v in losses.values()]).sum().backward()
         self.opt.step()
 
-    def _set_lr(self) -> None:
-        for group in self.opt.param_groups:
-            value = group["initial_lr"] * self.cfg.factor(self.step_count)
-            if isinstance(group["lr"], torch.Tensor):  # a captured graph reads it in place
-                group["lr"].fill_(value)
-            else:
-                group["lr"] = value
-
     def train_step(self) -> None:
+        """One batch per seed, one teacher pass, one optimiser step for every student."""
         x = self._batch(self.data)
-        self._set_lr()
+        net.set_rates(self.opt, self.cfg, self.step_count)
         if self._graph is not None:
             self._static_x.copy_(x)
             self._graph.replay()
@@ -247,7 +191,7 @@ class Grid:
                         break
                     self.train_step()
             torch.cuda.current_stream().wait_stream(side)
-            self._static_x = torch.zeros(len(self.seeds), self.cfg.batch_size, toy.WIDTH,
+            self._static_x = torch.zeros(len(self.seeds), self.cfg.batch_size, net.WIDTH,
                                          device=self.device)
             graph = torch.cuda.CUDAGraph()
             self.opt.zero_grad(set_to_none=True)
@@ -256,8 +200,6 @@ class Grid:
             self._graph = graph
             return True
         except Exception as err:  # noqa: BLE001 - any capture failure falls back to eager steps
-            import warnings
-
             warnings.warn(f"CUDA graph capture failed ({err}); training eagerly", stacklevel=2)
             self._graph = None
             return False
@@ -265,7 +207,7 @@ class Grid:
     @torch.no_grad()
     def test_loss(self) -> dict[int, list[float]]:
         """Per depth, each member's mean loss over the fixed evaluation stream of its sweep."""
-        gens = [torch.Generator().manual_seed(s + 12345) for s in self.seeds]
+        gens = [net.generator(net.eval_seed(s)) for s in self.seeds]
         totals = {d: torch.zeros(len(idx), device=self.device) for d, idx in self.members.items()}
         for _ in range(self.cfg.eval_batches):
             x = self._batch(gens)
@@ -276,6 +218,7 @@ class Grid:
     # --- a run --------------------------------------------------------------------------------
     @property
     def done(self) -> bool:
+        """Whether the grid has trained its configured steps."""
         return self.step_count >= self.cfg.steps
 
     def train(self, *, deadline: float | None = None, checkpoint: Path | None = None,
@@ -292,7 +235,7 @@ class Grid:
                 break
             self.train_step()
             bar.update(1)
-            if self.step_count % self.cfg.eval_every == 0 or self.done:
+            if net.evaluates_at(self.cfg, self.step_count):
                 self.curves.append({"step": self.step_count, "test_loss": self.test_loss()})
             if checkpoint and checkpoint_every and self.step_count % checkpoint_every == 0:
                 self.save(checkpoint)
@@ -302,26 +245,21 @@ class Grid:
         return self.done
 
     def results(self) -> dict[str, dict[str, Any]]:
-        """Per sweep, what `toy.Sweep.run` returns: config, depths, curve and final losses."""
+        """Per sweep, what `sweep.Sweep.run` returns: config, depths, curve and final losses."""
         out = {}
         for i, (name, cfg) in enumerate(zip(self.names, self.cfgs)):
             curve = [{"step": c["step"],
                       "test_loss": [c["test_loss"][d][self.members[d].index(i)]
                                     for d in cfg.student_depths]} for c in self.curves]
-            out[name] = {"config": asdict(cfg), "depths": list(cfg.student_depths),
-                         "curve": curve, "final": curve[-1]["test_loss"] if curve else None}
+            out[name] = net.run_record(cfg, curve)
         return out
 
     def student(self, name: str, depth: int) -> dict[str, torch.Tensor]:
-        """One sweep's student of one depth as `_stack_blocks` gives it ([depth, k, ...], CPU)."""
+        """One sweep's student of one depth as `stack.stack_blocks` gives it ([depth, k, ...],
+        CPU)."""
         j = self.members[depth].index(self.names.index(name))
-        layers = self.students[depth]["layers"]
-        k = 2 if self.cfg.student_block == "rk2" else 1
-        pick = [[t[j].detach().cpu() for t in mlp] for mlp in layers]
-        grouped = [pick[i:i + k] for i in range(0, len(pick), k)]
-        return {"w1": torch.stack([torch.stack([m[0].T for m in g]) for g in grouped]),
-                "b1": torch.stack([torch.stack([m[1][0] for m in g]) for g in grouped]),
-                "w2": torch.stack([torch.stack([m[2].T for m in g]) for g in grouped])}
+        return unstack(self.students[depth]["layers"], j,
+                       2 if self.cfg.student_block == "rk2" else 1)
 
     # --- resumable state ----------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
