@@ -1,0 +1,110 @@
+"""P2's Growth Transformer Training (GTT, research/paper2.md §9) against uniform training,
+G_stack depth stacking and random phase schedules, under one budget accounting.
+
+Every arm is a *program*: a list of segments, each training a set of layers of a Llama-style
+model for some optimizer steps (the embedding and final norm train in every segment). Segments
+may start with an operation: `clone` (GTT's growth: layers initialised from trained core layers
+plus noise) or `stack` (G_stack: a 3-layer model repeated four times). GTT ends by scaling its
+never-trained anti-layers by 0.9.
+
+Budgets are counted per optimizer step in layer-steps (trainable layers), tokens, FLOPs (forward
+through every layer; backward activation gradients from the lowest trainable layer up; weight
+gradients only for trainable layers; attention-score FLOPs ignored) and wall-clock. Training
+checkpoints atomically; an interrupted arm resumes and ends with the same weights as an
+uninterrupted one.
+
+Used by chapter 10 (and the deviations page). One module per role, all re-exported here:
+`model` (the model, its tokenizer, the operations and FLOPs), `arms` (the anatomy and every
+arm's program), `train` (data and the training of one arm), `experiment` (the cached runs:
+every regime × seed × arm, and the paper's regime by search and lr grid), `display` (curves,
+bands, finals, the comparison with uniform, program table, vocabulary cost) and `rules` (the
+four C6 claims).
+"""
+
+from layerlab.anatomy.growth.arms import (
+    GTT_PHASES,
+    PAPER_ARM,
+    PAPER_STEP_SHARE,
+    Anatomy,
+    Program,
+    Segment,
+    gstack_program,
+    gtt_program,
+    programs,
+    proportional_anatomy,
+    random_program,
+    uniform_program,
+)
+from layerlab.anatomy.growth.display import (
+    MEASURES,
+    PAPER,
+    bands,
+    comparison,
+    curves,
+    describe,
+    finals,
+    program_table,
+    seeds,
+    vocab_cost,
+)
+from layerlab.anatomy.growth.experiment import (
+    ARMS,
+    TUNED,
+    best_lrs,
+    chosen_size,
+    config_for,
+    lr_grid,
+    run,
+    search,
+    tuned,
+)
+from layerlab.anatomy.growth.model import (
+    TOKENIZER_ENV,
+    build,
+    clone_layers,
+    layer_params,
+    n_params,
+    save_tokenizer,
+    scale_layers,
+    set_trainable,
+    stack_model,
+    step_flops,
+    tokenizer_for,
+)
+from layerlab.anatomy.growth.rules import (
+    BUDGET_ROUNDING,
+    CHAPTER,
+    HALF_BUDGET,
+    assess,
+    assess_cost,
+    assess_faster,
+    assess_half_budget,
+    assess_ratio,
+    paired,
+    paper_arm_unit,
+    t_interval,
+    unit_for,
+)
+from layerlab.anatomy.growth.train import data, final_weights, folder, train_arm
+from layerlab.settings import GrowthConfig
+
+__all__ = [
+    # model
+    "GrowthConfig", "TOKENIZER_ENV", "tokenizer_for", "save_tokenizer", "build", "layer_params",
+    "n_params", "clone_layers", "stack_model", "scale_layers", "set_trainable", "step_flops",
+    # arms
+    "Anatomy", "proportional_anatomy", "Segment", "Program", "GTT_PHASES", "gtt_program",
+    "random_program", "uniform_program", "gstack_program", "PAPER_ARM", "PAPER_STEP_SHARE",
+    "programs",
+    # train
+    "data", "folder", "train_arm", "final_weights",
+    # experiment
+    "config_for", "run", "ARMS", "TUNED", "search", "chosen_size", "lr_grid", "best_lrs", "tuned",
+    # display
+    "MEASURES", "PAPER", "curves", "bands", "finals", "comparison", "program_table", "vocab_cost",
+    "seeds", "describe",
+    # rules
+    "CHAPTER", "HALF_BUDGET", "BUDGET_ROUNDING", "paired", "t_interval", "unit_for",
+    "paper_arm_unit", "assess_ratio", "assess_half_budget", "assess_faster", "assess_cost",
+    "assess",
+]
