@@ -1,6 +1,8 @@
 # layerlab — every target creates .venv (Python 3.11) and installs the pinned stack when needed.
 #   make book                     build the site into _build/html (strict: warnings are errors)
-#   make test                     the full test suite (what CI runs)
+#   make test                     the full test suite (what CI runs), on two pytest workers
+#   make test-fast                tests/unit (no model, no book; under 2 minutes)
+#   make test-models              tests/models (tiny and offline models, training loops)
 #   make execute PROFILE=cpu      re-run chapters and write their outputs (NB=00 for one chapter)
 #   make check-outputs            committed pages == a fresh cache-only run of every chapter,
 #                                 derived records recomputed (SAMPLE=1: plus a sample of expensive ones; FULL=1: all)
@@ -20,7 +22,7 @@ STAMP   := $(VENV)/.installed
 PROFILE ?= cpu
 NB      ?=
 
-.PHONY: install book test test-fast test-floors lint execute check-outputs gpu-dry gpu-prepare gpu-check gpu-run sync bench lock clean
+.PHONY: install book test test-fast test-models test-floors lint execute check-outputs gpu-dry gpu-prepare gpu-check gpu-run sync bench lock clean
 
 install: $(STAMP)
 
@@ -43,17 +45,27 @@ book: install
 lint: install
 	$(BIN)/ruff check src tests notebooks/[0-9][0-9]_*.py benchmarks tools book/_ext
 
-# One torch thread: two threads on two busy cores thrash. The notebook kernels of nbmake
-# inherit the environment, so they run the smoke profile.
-# It includes the freshness comparison (tests/test_freshness.py) and the gpu dry run
-# (tests/test_gpu_dry.py).
+# Tests in three tiers: tests/unit (no model, no book: `make test-fast`), tests/models (tiny
+# and offline models, training loops: `make test-models`), tests/book (notebooks, freshness, gpu
+# dry run, book build, browser). `make test` runs all three and every notebook under nbmake.
+# One torch thread per process: two threads on two busy cores thrash. `make test` runs
+# TEST_WORKERS pytest workers (one per core), each file on one worker (tests/conftest.py). The
+# notebook kernels of nbmake inherit the environment, so they run the smoke profile.
+# It includes the freshness comparison (tests/book/test_freshness.py) and the gpu dry run
+# (tests/book/test_gpu_dry.py).
+TEST_WORKERS ?= 2
+TEST_ENV := OMP_NUM_THREADS=1 LAYERLAB_THREADS=1 LAYERLAB_PROFILE=smoke HF_HUB_OFFLINE=1 \
+  HF_DATASETS_OFFLINE=1
+
 test: install lint
-	OMP_NUM_THREADS=1 LAYERLAB_THREADS=1 LAYERLAB_PROFILE=smoke HF_HUB_OFFLINE=1 \
-	  HF_DATASETS_OFFLINE=1 $(BIN)/python -m pytest tests notebooks --nbmake --nbmake-timeout=600
+	$(TEST_ENV) $(BIN)/python -m pytest tests notebooks --nbmake --nbmake-timeout=600 \
+	  -n $(TEST_WORKERS) --dist loadgroup --durations=15
 
 test-fast: install
-	OMP_NUM_THREADS=1 $(BIN)/python -m pytest tests \
-	  -m "not book and not offline_model and not freshness and not gpu_dry"
+	$(TEST_ENV) $(BIN)/python -m pytest tests/unit
+
+test-models: install
+	$(TEST_ENV) $(BIN)/python -m pytest tests/models
 
 # The lowest versions pyproject.toml declares (requirements/floors.txt: what a Colab runtime may
 # hold older and keep), in a second venv: the unit and tiny-model tests, not the book.

@@ -46,12 +46,22 @@ def tiny_folders(tmp_path_factory):
 CHROMIUM = os.environ.get("LAYERLAB_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 
 
+# Files whose tests share a session fixture, kept on one xdist worker: the dry GPU run
+SHARED = {"test_gpurun": "dry_gpu_run", "test_beside": "dry_gpu_run"}
+
+
 def pytest_collection_modifyitems(items):
     """Every test that drives Chromium is marked `browser`, so `make test-floors` (whose venv has
-    no playwright) deselects them by marker rather than by a list of names kept by hand."""
+    no playwright) deselects them by marker rather than by a list of names kept by hand.
+
+    Every test also joins its file's xdist group: `make test` runs on two workers with
+    `--dist loadgroup`, so a file's module and session fixtures (the built site, the tiny
+    models, the dry GPU run) are built once, on one worker."""
     for item in items:
         if "browser" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.browser)
+        stem = item.path.stem
+        item.add_marker(pytest.mark.xdist_group(SHARED.get(stem, stem)))
 
 
 @pytest.fixture(scope="session")

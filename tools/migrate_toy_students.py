@@ -1,6 +1,6 @@
 """One-off (issue 14): split the stored toy sweeps (one record per sweep) into one record per
 student, and re-key the signature runs for the new `student_block` field. Exact, because
-students share only the teacher and the batches (tests/test_toy.py): each record keeps the
+students share only the teacher and the batches (tests/unit/test_toy.py): each record keeps the
 provenance of the run that computed it."""
 
 from __future__ import annotations

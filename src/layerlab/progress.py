@@ -7,7 +7,7 @@ notebook or a terminal of one's own the variable is unset and the bars show as b
 caller's `disable=` still applies.
 
 Every module of the package takes its bars from here (`from layerlab.progress import tqdm`;
-tests/test_progress.py checks that nothing else imports tqdm). Only tqdm is imported, and only
+tests/unit/test_progress.py checks that nothing else imports tqdm). Only tqdm is imported, and only
 when a bar is made, so the GPU machine's run (layerlab.book.gpurun: torch, transformers,
 tokenizers, pandas and tqdm) keeps working.
 """

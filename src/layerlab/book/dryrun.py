@@ -7,7 +7,7 @@ same architecture, saved under that id in a temporary Hugging Face cache (offlin
 FineWeb by a small local parquet file in FineWeb's columns, read through `datasets` streaming.
 Results go to a temporary folder; the committed notebooks and results are never touched.
 
-Used by `make gpu-dry` and `tests/test_gpu_dry.py` (every chapter, 00–11).
+Used by `make gpu-dry` and `tests/book/test_gpu_dry.py` (every chapter, 00–11).
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ it wrote into at most three files under `--out`: `gpu-results.tar.gz`, `gpu-run.
 status, timings, device) and `gpu-run.log`.
 
 `--dry` runs the same program on a CPU with every size shrunk (`Profile.shrunk`), into a
-temporary results folder: `make gpu-run DRY=1`, and `tests/test_gpurun.py`. It orchestrates
+temporary results folder: `make gpu-run DRY=1`, and `tests/book/test_gpurun.py`. It orchestrates
 chapters 02 (depth family), 04 (toy grid) and 10 (growth), so it sits on the top floor.
 
 Needs only what the GPU machine has (torch, transformers, tokenizers, safetensors, pandas,

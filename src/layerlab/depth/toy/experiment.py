@@ -37,7 +37,7 @@ def sweep_configs(profile) -> dict[str, ToyConfig]:
 def student_key(cfg: ToyConfig) -> dict[str, Any]:
     """What one student's result depends on: its sweep's settings without the list of depths.
     Students share nothing but the teacher and the batches, so a student trained alongside
-    others ends exactly where it would alone (`tests/test_toy.py`), and a sweep extended by one
+    others ends exactly where it would alone (`tests/unit/test_toy.py`), and a sweep extended by one
     depth reuses every student already stored."""
     key = asdict(cfg)
     key.pop("student_depths")

@@ -10,7 +10,7 @@ axis (`stack`): the teachers run as one batched matmul per layer, and the studen
 (one per sweep that has that depth) as one batched matmul per layer. Parameters, initialisation,
 seeds, batches, targets, losses and schedule come from `net`, as for `sweep.Sweep` -- each sweep
 draws its own batches from its own generator and sees only its own teacher -- so a grid ends
-where the sweeps end one by one (`tests/test_toygrid.py`, to float32 rounding).
+where the sweeps end one by one (`tests/unit/test_toygrid.py`, to float32 rounding).
 
 A grid saves its whole state (parameters, Adam moments, data generators, curves) with
 `save`/`load`, so a time-boxed run stops at any step and resumes there.

@@ -20,7 +20,7 @@ import yaml
 
 pytestmark = pytest.mark.book
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ORIGIN = "http://layerlab.test/"
 ALLOWED_PAGE_ERRORS = ("THEBE_JS_URL",)  # sphinx-thebe declares it twice in JB1; harmless
 

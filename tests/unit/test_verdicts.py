@@ -54,7 +54,7 @@ def test_claims_quoting_only_a_secondary_summary_are_counted_apart():
 def test_spec_claims_point_at_existing_chapters():
     from pathlib import Path
 
-    nb = Path(__file__).resolve().parents[1] / "notebooks"
+    nb = Path(__file__).resolve().parents[2] / "notebooks"
     for cid, (paper, chapter) in verdicts.SPEC_CLAIMS.items():
         assert cid.startswith(paper) and (nb / f"{chapter}.py").is_file(), cid
 

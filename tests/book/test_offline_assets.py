@@ -1,6 +1,6 @@
 """book/_ext/offline_assets.py: the site's own scripts are files committed in this repository
 (no npm, no node_modules), and the Vega versions it checks the pages against are read from the
-vendored files themselves. The built site itself is tested in tests/test_book.py."""
+vendored files themselves. The built site itself is tested in tests/book/test_book.py."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import yaml
 
 pytest.importorskip("sphinx")  # the floors venv builds no book
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXT = ROOT / "book" / "_ext" / "offline_assets.py"
 
 
@@ -128,7 +128,7 @@ def test_add_vega_warns_when_a_page_asks_for_another_version(monkeypatch):
 
 def test_report_pages_in_the_site_link_back_to_the_book():
     spec = importlib.util.spec_from_file_location(
-        "report_pages", Path(__file__).resolve().parents[1] / "book" / "_ext" / "report_pages.py")
+        "report_pages", Path(__file__).resolve().parents[2] / "book" / "_ext" / "report_pages.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     page = mod.with_way_back("<html><head></head><body class='x'><h1>r</h1></body></html>")

@@ -122,7 +122,7 @@ def test_make_stores_the_declaration_and_the_deciding_step():
 def test_every_declaration_builds_with_its_reasons(decl):
     assert decl.band.reason.strip()
     assert all(s.band.reason.strip() for s in decl.secondary)
-    assert (Path(__file__).resolve().parents[1] / "notebooks" / f"{decl.chapter}.py").is_file()
+    assert (Path(__file__).resolve().parents[2] / "notebooks" / f"{decl.chapter}.py").is_file()
 
 
 def test_the_declarations_cover_every_spec_claim():

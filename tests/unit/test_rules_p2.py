@@ -1,6 +1,6 @@
 """Every P2 verdict rule with a synthetic input that passes and one that fails (issue 15), and one
 producing function per P2 claim id. Chapter 08's and 09's rules are tested beside their code
-(tests/test_anatomy_weights.py, tests/test_recovery.py)."""
+(tests/models/test_anatomy_weights.py, tests/models/test_recovery.py)."""
 
 from __future__ import annotations
 

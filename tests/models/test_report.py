@@ -327,11 +327,11 @@ def test_the_page_renders_offline_in_headless_chromium(tmp_path, browser):
 
 def test_the_embedded_chart_libraries_are_the_version_altair_asks_for():
     """The report page embeds its own copies (the book's site serves the same files, and
-    tests/test_offline_assets.py reads all three versions); Vega-Lite must be the version
+    tests/book/test_offline_assets.py reads all three versions); Vega-Lite must be the version
     Altair's specs ask for."""
     import altair as alt
 
-    vendor = Path(__file__).parents[1] / "src" / "layerlab" / "report" / "vendor"
+    vendor = Path(__file__).parents[2] / "src" / "layerlab" / "report" / "vendor"
     assert f'"{alt.SCHEMA_VERSION.lstrip("v")}"' in (vendor / "vega-lite.min.js").read_text()
 
 

@@ -16,7 +16,7 @@ from layerlab.anatomy import growth
 from layerlab.depth import family, toy
 from layerlab.settings import ToyConfig
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "layerlab"
+SRC = Path(__file__).resolve().parents[2] / "src" / "layerlab"
 
 FAMILY = family.FamilyConfig(depths=(1,), width=16, seq_len=16, batch_size=2, steps=6,
                              eval_every=3, eval_blocks=2, checkpoint_every=3, warmup=1)

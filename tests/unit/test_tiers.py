@@ -12,7 +12,7 @@ from layerlab import profiles
 from layerlab.book import tiers
 
 # "What we found" (13) computes nothing of its own: it reads the claims the chapters registered
-NOTEBOOKS = [p for p in sorted((Path(__file__).resolve().parents[1] / "notebooks")
+NOTEBOOKS = [p for p in sorted((Path(__file__).resolve().parents[2] / "notebooks")
                                .glob("[01][0-9]_*.py")) if not p.stem.startswith("13")]
 
 

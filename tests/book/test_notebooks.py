@@ -10,7 +10,7 @@ import jupytext
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 PAIRS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.py"))
 BAD_STDERR = ("Traceback", "Error", "Warning")
