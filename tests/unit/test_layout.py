@@ -45,3 +45,25 @@ def test_every_module_names_the_chapters_that_use_it():
     for path in SRC.rglob("*.py"):
         doc = ast.get_docstring(ast.parse(path.read_text())) or ""
         assert "chapter" in doc.lower() or "page" in doc.lower(), path.relative_to(SRC)
+
+
+def test_every_wing_module_says_what_is_public():
+    """Each module of the two wings (a package: its `__init__`) lists its public names in
+    `__all__`, and each listed name exists; a split package's inner modules need not."""
+    import importlib
+
+    missing, unknown = [], []
+    for wing in ("depth", "anatomy"):
+        for path in sorted((SRC / wing).glob("*.py")) + sorted((SRC / wing).glob("*/__init__.py")):
+            if path.name == "__init__.py" and path.parent.name == wing:
+                continue  # the wing's own package file holds nothing
+            rel = path.relative_to(SRC).with_suffix("")
+            parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+            module = importlib.import_module(".".join(("layerlab", *parts)))
+            names = getattr(module, "__all__", None)
+            if names is None:
+                missing.append(str(rel))
+                continue
+            unknown += [f"{rel}: {n}" for n in names if not hasattr(module, n)]
+    assert not missing, f"no __all__: {missing}"
+    assert not unknown, unknown

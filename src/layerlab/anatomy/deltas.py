@@ -20,6 +20,11 @@ from layerlab.anatomy import weights as w
 from layerlab.anatomy.declarations import DECLARATIONS
 from layerlab.anatomy.lab import Lab
 
+__all__ = ["CHAPTER", "CONSTANT", "IID", "INVARIANT_MEASURES", "PAIR_RESAMPLES", "POSITIVE",
+           "STRUCTURED", "aligned_mlp", "assess", "assess_oscillation", "assess_value",
+           "invariant", "invariant_products", "measure", "measure_invariant", "oscillation_units",
+           "pair_estimate", "positive_controls", "power", "run", "summary", "value_units"]
+
 PAIR_RESAMPLES = 2000  # bootstrap resamples of the layer pairs behind each mean delta correlation
 IID = "i.i.d. Gaussian, matched std"
 POSITIVE = {"AR(1) ρ = 0.5": ("ar1", 0.5), "AR(1) ρ = 0.9": ("ar1", 0.9),

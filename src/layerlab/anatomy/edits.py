@@ -41,6 +41,9 @@ from torch import nn
 from layerlab import offload
 from layerlab.models import LoadedModel
 
+__all__ = ["DEFAULT_GROUP", "GROUPS", "KINDS", "OPTIONS", "REQUIRED", "active", "applied", "edit",
+           "Edit", "EditError", "relative_change", "tensor_names"]
+
 GROUPS = ("all", "linear", "norms", "attention", "mlp")
 DEFAULT_GROUP = {"neighbour_average": "all", "mean_of_others": "all", "zero": "linear",
                  "clone": "all", "mix": "linear", "low_rank_mix": "linear", "scale": "linear",

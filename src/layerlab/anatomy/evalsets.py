@@ -17,6 +17,8 @@ from typing import Any, Iterable
 
 from layerlab import corpus, paths
 
+__all__ = ["E0_FILE", "e0", "e0_sentences", "e1", "EvalSet", "split_sentences", "take_sentences"]
+
 E0_FILE = "eval/e0_sentences.txt"
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])")
 

@@ -27,6 +27,8 @@ from layerlab.anatomy import edits
 from layerlab.anatomy.evalsets import EvalSet
 from layerlab.models import LoadedModel
 
+__all__ = ["STATE_BUDGET_BYTES", "Evaluator", "make_batches", "Scores"]
+
 STATE_BUDGET_BYTES = 4 * 2**30  # keep block inputs when they fit in this much memory
 
 

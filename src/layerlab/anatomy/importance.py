@@ -21,6 +21,17 @@ from layerlab.anatomy.declarations import DECLARATIONS
 from layerlab.anatomy.evaluator import Evaluator, Scores
 from layerlab.anatomy.lab import Lab
 
+__all__ = ["CHAPTER", "CONNECTIVE_MAX", "CORE_MIN", "CORE_OPERATIONS", "ESTIMATE_COLUMNS",
+           "LAYER_CLAIMS", "METHODS", "PAPER_ANTI", "PAPER_CORE", "PAPER_LAYERS", "PAPER_PEAK",
+           "UNTRAINED_METHODS", "anchor_points", "anchors", "anti_estimate", "anti_units",
+           "assess", "assess_anti", "assess_core", "assess_io", "assess_peak_size", "assess_range",
+           "base_line", "bootstrap_weights", "classify", "core_by_operation", "core_estimate",
+           "core_units", "degradation_table", "describe_sets", "headline", "inner", "io_estimate",
+           "io_layers", "io_units", "kth_largest", "layer_estimate", "layer_similarity",
+           "log10_estimate", "method_edit", "not_testable", "outside_core", "peak_margin",
+           "peak_size_units", "range_statistic", "range_units", "run", "run_map", "sign_agreement",
+           "similarity", "the_rest", "untrained_map", "with_classes"]
+
 # method -> (edit kind, tensor group); "neighbour_average" is the paper's operation
 METHODS: dict[str, tuple[str, str | None]] = {
     "neighbour_average": ("neighbour_average", "all"),

@@ -12,6 +12,8 @@ from layerlab.anatomy.evaluator import Evaluator, Scores
 from layerlab.profiles import Profile
 from layerlab.settings import AnatomySettings
 
+__all__ = ["config_for", "Lab"]
+
 
 def config_for(profile: Profile) -> AnatomySettings:
     """The profile's settings for P2's chapters (model, evaluation sets, bootstrap, methods)."""

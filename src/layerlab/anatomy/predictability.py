@@ -25,6 +25,14 @@ from layerlab.anatomy.evaluator import Scores
 from layerlab.anatomy.importance import bootstrap_weights
 from layerlab.anatomy.lab import Lab
 
+__all__ = ["ALPHA_GRID", "CHAPTER", "DESCRIPTOR_KINDS", "DESCRIPTOR_NULLS", "PAPER_K_MANY",
+           "PAPER_R2", "PARADOX_KINDS", "SPEC_ALPHAS", "assess", "assess_paradox", "assess_ridge",
+           "descriptor_null_table", "diagnose_paradox", "k_reading", "measure_descriptor_nulls",
+           "measure_descriptors", "measure_ridge", "nearest_spec_alpha", "null_table",
+           "operating_alpha", "output_diagnostics", "paired_interval", "paradox_layers",
+           "paradox_units", "prediction_vs_mean", "protocol_table", "real_r2", "ridge_units",
+           "run", "run_paradox", "substitutes"]
+
 PAPER_R2 = paper.P2_RIDGE_R2.value
 SPEC_ALPHAS = (1.0, 1e3, 1e4, 1e5)
 ALPHA_GRID = tuple(float(10 ** (k / 2)) for k in range(0, 15))  # 1 … 10^7

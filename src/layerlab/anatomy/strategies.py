@@ -22,6 +22,14 @@ from layerlab.anatomy.evaluator import Scores
 from layerlab.anatomy.importance import degradation_table, log10_estimate
 from layerlab.anatomy.lab import Lab
 
+__all__ = ["BENIGN", "CHAPTER", "DIRECTIONS", "MATCHED_DAMAGE", "MATCHED_SET", "MATCHED_SIZE",
+           "OTHERS", "PROMPTS", "STRATEGIES", "SUBSET_TOKENS", "VARIANTS", "alpha_conclusion",
+           "assess", "assess_magnitudes", "assess_only_scaling", "coherence", "distinct_2",
+           "full_sizes", "generation_conditions", "generation_summary", "generation_texts",
+           "generations", "greedy", "least_important", "magnitudes_units", "matched",
+           "matched_summary", "only_scaling_units", "plan", "repeated_3", "run", "shown_text",
+           "strategies_estimate", "target_set"]
+
 # name -> (edit kind, options); the first five are the paper's strategies
 STRATEGIES: dict[str, tuple[str, dict[str, Any]]] = {
     "zero": ("zero", {}),

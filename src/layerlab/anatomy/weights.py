@@ -21,6 +21,14 @@ from layerlab import offload
 from layerlab.anatomy import edits
 from layerlab.models import LoadedModel
 
+__all__ = ["FUSED_LAYOUTS", "LLAMA_TYPES", "MATRIX_TYPES", "OTHER_TYPES", "adjacent_correlation",
+           "autoregression", "baseline_scores", "controls", "default_split", "delta_correlation",
+           "descriptor_scores", "descriptors", "fused_layout", "fused_part", "FusedLayout", "Gram",
+           "independent_prediction", "matched_gaussian", "prediction_tensor", "random_init_stack",
+           "replace_edit", "ridge_coefficients", "ridge_scores", "shuffled", "span", "stack",
+           "stationary_prediction", "synthetic", "tensor_groups", "tensor_types", "TensorGroup",
+           "value"]
+
 # short labels of the nine per-layer tensors of a Llama-style block (P2's table, §2.1)
 LLAMA_TYPES = {
     "q": "self_attn.q_proj.weight", "k": "self_attn.k_proj.weight",

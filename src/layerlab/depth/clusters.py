@@ -29,6 +29,12 @@ import torch
 from layerlab import claims, paper
 from layerlab.depth.declarations import DECLARATIONS
 
+__all__ = ["BOOTSTRAP", "CLAIM", "CONTEXT", "CONTROL_SEED", "FEATURES", "MIN_LAYERS", "PAPER_BULK",
+           "RULES", "assess", "bos_token", "bulk_of", "by_context", "cluster", "context_blocks",
+           "context_summary", "features", "fraction_interval", "fractions", "kmeans2",
+           "median_interval", "minority_report", "pca", "primary_unit", "scatter_sample",
+           "shuffle_layers", "split", "valley_split", "window_stats", "without_position0"]
+
 FEATURES = ("progress", "rotation")
 RULES = ("kmeans", "valley")
 

@@ -23,6 +23,9 @@ import torch
 from layerlab import corpus, models, paths, results, training
 from layerlab.settings import FamilySettings
 
+__all__ = ["FAMILY", "build", "checkpoint", "config_for", "eval_loss", "FamilyConfig", "folder",
+           "load_member", "member_name", "members", "stored", "train", "train_family"]
+
 # the typed settings live with every other experiment's (layerlab.settings)
 FamilyConfig = FamilySettings
 

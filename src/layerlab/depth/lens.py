@@ -26,6 +26,10 @@ import torch.nn.functional as F
 
 from layerlab import models
 
+__all__ = ["EXPERIMENT", "MARGIN", "MIN_DROP", "assess", "curves", "drop_by_middle", "early_share",
+           "early_stopping_curves", "lens_stats", "positive_estimate", "run", "skipped", "summary",
+           "token_ce", "units", "wilson"]
+
 MARGIN = 0.1  # nats: "within the margin of the final CE"
 
 

@@ -24,6 +24,9 @@ import torch
 
 from layerlab import models
 
+__all__ = ["FACTS", "POSITION_GROUPS", "assess", "effect_map", "embedding_std", "encode", "Fact",
+           "known", "run", "summary", "trace"]
+
 
 @dataclass(frozen=True)
 class Fact:
