@@ -29,6 +29,13 @@ from layerlab.anatomy.declarations import DECLARATIONS
 from layerlab.anatomy.lab import Lab
 from layerlab.settings import RecoveryConfig
 
+__all__ = ["anti_layer_noise", "anti_layer_summary", "area", "assess", "assess_importance",
+           "assess_steps", "calibrate_sigma", "censored", "censored_rank_value", "CHAPTER",
+           "CONDITIONS", "config_for", "control_table", "correlate", "DAMAGE_TOLERANCE",
+           "describe", "display_table", "evaluator", "importance_unit", "items", "NO_DAMAGE",
+           "no_damage_items", "PAPER_SIGMA", "recover", "run", "run_no_damage", "spearman_ci",
+           "steps_interval", "steps_unit", "summarise", "training_windows"]
+
 
 def config_for(lab: Lab) -> RecoveryConfig:
     """The recovery settings of the lab's profile (layers, σ, steps, τs, seeds, control runs)."""

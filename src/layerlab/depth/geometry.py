@@ -19,6 +19,16 @@ from layerlab.depth import family
 from layerlab.profiles import Profile
 from layerlab.settings import GeometrySettings
 
+__all__ = ["assess", "assess_edges", "assess_inverse_depth", "assess_weak_correlation",
+           "bootstrap_mean", "CHAPTER", "config_for", "control_llms", "control_names",
+           "control_slopes", "control_table", "CONTROLS", "controls", "depth_slope",
+           "DH_MIN_LAYERS", "EDGE_MIN_LAYERS", "edge_units", "EXPERIMENT", "family_control_names",
+           "family_curves", "family_losses", "family_monotone", "family_points", "FAMILY_PREFIX",
+           "inverse_depth_unit", "layer_table", "loss_depth_fit", "measure", "middle_summary",
+           "model_names", "positive_estimate", "primary_model", "procedural_curve",
+           "procedural_reference", "profile_table", "run", "sequence_stats", "SEQUENCE_STATS",
+           "slope_summary", "smooth_stream", "token_profiles", "weak_correlation_units"]
+
 EXPERIMENT = "hidden_geometry"
 FAMILY_PREFIX = "family-d"
 
