@@ -107,9 +107,10 @@ CPU_ANATOMY = AnatomySettings(
     init_std=0.041667,  # SmolLM2's initializer_range (its config.json; the GGUF drops it)
     # Recovery (§8) on 14 of the 30 layers: every one the paper names (8, 11, 14, 17), the rest
     # of the core (9, 10) and a spread from input to output; σ = 0.5 (the paper's 50 % noise), only
-    # the damaged layer trains, 300 steps, PPL on E1's first 2,048 tokens every 20 steps; the
-    # fixed-σ runs of the named layers repeat with a second seed. Batches of 2 x 64 tokens keep it
-    # to a few CPU hours (AdamW moves each weight ~lr per step whatever the batch).
+    # the damaged layer trains, 300 steps, PPL on 2,048 tokens of E1's held-out text read in
+    # order every 20 steps; the fixed-σ runs of the named layers repeat with a second seed.
+    # Batches of 2 x 64 tokens keep it to a few CPU hours (AdamW moves each weight ~lr per step
+    # whatever the batch).
     recovery=RecoveryConfig(
         layers=(1, 2, 4, 6, 8, 9, 10, 11, 14, 17, 20, 23, 25, 28),
         sigma=0.5, steps=300, eval_every=20, lr=1e-4, batch_size=2, seq_len=64,
@@ -162,7 +163,7 @@ PROFILES: dict[str, Profile] = {
                                 "kl-T1-tied": {"teacher": "tied"}}),
         anatomy=AnatomySettings(
             model="tiny-llama", tiny_layers=6, n_layers=6, e1_source="wikipedia", e1_tokens=300,
-            e1_max_len=200, batch_tokens=1024, bootstrap=50,
+            e1_max_len=200, e1_documents=5, batch_tokens=1024, bootstrap=50,
             map_methods={"E0": ("neighbour_average", "skip", "neighbour_average_linear"),
                          "E1": ("neighbour_average", "skip")},
             alphas=(0.5, 0.9), generate_tokens=8, init_std=0.02, control_elements=5000,
@@ -267,9 +268,11 @@ PROFILES: dict[str, Profile] = {
         toy=ToySettings(teacher_depth=128, student_depths=(6, 12, 16, 24, 32, 48),
                         batch_size=1024, steps=40_000, eval_every=2000, signature_steps=80_000,
                         sweeps=GPU_TOY_SWEEPS),
-        # the paper's base checkpoint in float32; E1 >= 100k FineWeb tokens
+        # the paper's base checkpoint in float32; E1 >= 100k FineWeb tokens, 1,000 from each of
+        # the stream's first 100 documents long enough
         anatomy=CPU_ANATOMY.replace(
             model="HuggingFaceTB/SmolLM2-135M", e1_source="fineweb", e1_tokens=100_000,
+            e1_documents=100,
             batch_tokens=8192, map_methods={"E0": MAP_METHODS, "E1": MAP_METHODS},
             single_sets=("E0", "E1"),
             # every layer, 300 steps (the paper's slow layers need ~200), E1's first 4,096

@@ -435,6 +435,9 @@ class AnatomySettings(_Settings):
     control_elements: int = 200_000  # elements of the synthetic delta-correlation stacks
     tiny_layers: int = 6  # layers of a tiny-* model
     dtype: str | None = None  # None: float32
+    # E1's documents: 0 takes its sentences in text order (a few articles); n >= 2 takes an equal
+    # share from each of n documents and resamples documents (evalsets.by_document)
+    e1_documents: int = 0
 
     profile_field = "anatomy"
 
@@ -453,6 +456,8 @@ class AnatomySettings(_Settings):
         _check(all(a > 0 for a in self.alphas), f"alphas must be positive: {self.alphas}")
         _check(self.init_std > 0, "init_std must be positive")
         _check(self.dtype in (None, "float32", "bfloat16"), f"bad dtype {self.dtype!r}")
+        _check(self.e1_documents == 0 or self.e1_documents >= 2,
+               f"e1_documents must be 0 (text order) or at least 2, not {self.e1_documents}")
 
     @property
     def torch_dtype(self) -> str:

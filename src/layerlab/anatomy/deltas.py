@@ -69,7 +69,7 @@ def measure(lab: Lab) -> dict[str, Any]:
 def run(lab: Lab) -> dict[str, pd.DataFrame]:
     """Chapter 08's measurement, cached under the model and init std: `per_pair` (one row per
     type, stack and layer pair), `predictions` (one row per type) and their `summary`."""
-    value = lab.cache.cached("delta_correlation", lab.key(init_std=lab.cfg.init_std),
+    value = lab.cache.cached("delta_correlation", lab.key(reads_e1=False, init_std=lab.cfg.init_std),
                              lambda: measure(lab))
     per_pair = pd.DataFrame(value["rows"])
     preds = pd.DataFrame(value["predictions"])
@@ -167,7 +167,7 @@ def measure_invariant(lab: Lab) -> list[dict[str, Any]]:
 
 def invariant(lab: Lab) -> pd.DataFrame:
     """The permutation-invariant check, cached (weights only: a minute)."""
-    rows = lab.cache.cached("delta_invariant", lab.key(), lambda: measure_invariant(lab))
+    rows = lab.cache.cached("delta_invariant", lab.key(reads_e1=False), lambda: measure_invariant(lab))
     return pd.DataFrame(rows).round(3)
 
 

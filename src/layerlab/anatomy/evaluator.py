@@ -34,10 +34,13 @@ STATE_BUDGET_BYTES = 4 * 2**30  # keep block inputs when they fit in this much m
 
 @dataclass
 class Scores:
-    """Summed NLL (nats) and predicted-token count of every sentence, in the set's order."""
+    """Summed NLL (nats) and predicted-token count of every sentence, in the set's order; the
+    unedited model's scores of a set resampled by document also carry each sentence's document
+    (`units`), which every interval over that set resamples."""
 
     nll: np.ndarray
     tokens: np.ndarray
+    units: np.ndarray | None = None
 
     @property
     def ppl(self) -> float:
@@ -52,15 +55,18 @@ class Scores:
     def to_dict(self) -> dict[str, Any]:
         """JSON form for the results cache: NLLs rounded to 5 decimals, token counts, and the
         two perplexities for a reader of the stored file."""
+        units = {} if self.units is None else {"units": [int(u) for u in self.units]}
         return {"nll": [round(float(x), 5) for x in self.nll],
-                "tokens": [int(x) for x in self.tokens], "ppl": self.ppl,
+                "tokens": [int(x) for x in self.tokens], **units, "ppl": self.ppl,
                 "mean_sentence_ppl": self.mean_sentence_ppl}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Scores":
         """Scores back from `to_dict`'s form; the stored perplexities are not read but
         recomputed from the NLLs."""
-        return cls(np.asarray(d["nll"], dtype=np.float64), np.asarray(d["tokens"], dtype=np.int64))
+        units = np.asarray(d["units"], dtype=np.int64) if "units" in d else None
+        return cls(np.asarray(d["nll"], dtype=np.float64), np.asarray(d["tokens"], dtype=np.int64),
+                   units)
 
 
 @dataclass
@@ -157,9 +163,12 @@ class Evaluator:
         return Scores(nll.numpy(), tokens)
 
     def base(self) -> Scores:
-        """Scores of the unedited model (computed once)."""
+        """Scores of the unedited model (computed once), with the set's documents when it has
+        them."""
         if self._base is None:
             self._base = self._capture()
+            if self.evalset.units is not None:
+                self._base.units = np.asarray(self.evalset.units, dtype=np.int64)
         return self._base
 
     # -- edited models -------------------------------------------------------------------------

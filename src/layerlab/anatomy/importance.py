@@ -76,10 +76,22 @@ def run_map(lab: Lab, *, force: bool = False) -> dict[tuple[str, str, int], Scor
 
 
 # -- statistics --------------------------------------------------------------------------------
-def bootstrap_weights(n: int, resamples: int, seed: int = 0) -> np.ndarray:
-    """[resamples, n] counts of each sentence in a resample (sentences drawn with replacement)."""
+def bootstrap_weights(n: int, resamples: int, seed: int = 0,
+                      units: np.ndarray | None = None) -> np.ndarray:
+    """[resamples, n] counts of each sentence in a resample: sentences drawn with replacement,
+    or, given each sentence's document (`units`), documents drawn with replacement and every
+    sentence of a drawn document counted as often as its document (a cluster bootstrap: the
+    sentences of one article are not independent)."""
     rng = np.random.default_rng(seed)
-    return rng.multinomial(n, np.full(n, 1.0 / n), size=resamples).astype(np.float64)
+    if units is None:
+        return rng.multinomial(n, np.full(n, 1.0 / n), size=resamples).astype(np.float64)
+    units = np.asarray(units)
+    if len(units) != n:
+        raise ValueError(f"{len(units)} units for {n} sentences")
+    labels, index = np.unique(units, return_inverse=True)
+    m = len(labels)
+    counts = rng.multinomial(m, np.full(m, 1.0 / m), size=resamples).astype(np.float64)
+    return counts[:, index]
 
 
 def degradation_table(runs: dict[tuple[str, str, Any], Scores], bases: dict[str, Scores], *,
@@ -89,7 +101,7 @@ def degradation_table(runs: dict[tuple[str, str, Any], Scores], bases: dict[str,
     (`names` renames the last two key columns)."""
     rows = []
     for set_name, base in bases.items():
-        w = bootstrap_weights(len(base.nll), resamples, seed)
+        w = bootstrap_weights(len(base.nll), resamples, seed, base.units)
         tokens = w @ base.tokens
         base_b = np.exp(w @ base.nll / tokens)
         for (s, method, layer), sc in runs.items():
@@ -146,7 +158,7 @@ def range_statistic(runs: dict[tuple[str, str, int], Scores], base: Scores, set_
     spread, beside two well-posed summaries (span of log10 PPL, largest / median degradation)."""
     layers = list(range(1, n_layers - 1))
     nll = np.stack([runs[(set_name, method, l)].nll for l in layers])
-    w = bootstrap_weights(len(base.nll), resamples, seed)
+    w = bootstrap_weights(len(base.nll), resamples, seed, base.units)
     tokens = w @ base.tokens
     deg_b = 100 * (np.exp((w @ nll.T) / tokens[:, None]) / np.exp(w @ base.nll / tokens)[:, None] - 1)
     deg = np.array([100 * (runs[(set_name, method, l)].ppl / base.ppl - 1) for l in layers])
@@ -279,7 +291,7 @@ def untrained_map(lab: Lab, *, seed: int = 0, force: bool = False,
             return ev.base().to_dict()
         return ev.evaluate(method_edit(item["method"], item["layer"])).to_dict()
 
-    stored = lab.cache.for_each("importance_map", lab.key(twin="untrained", seed=seed), plan,
+    stored = lab.cache.for_each("importance_map", lab.key(reads_e1="E1" in sets, twin="untrained", seed=seed), plan,
                                 compute, force=force, progress=lab.progress)
     bases = {s: Scores.from_dict(stored[f"{s}-base"]) for s in sets}
     runs = {(it["set"], it["method"], it["layer"]): Scores.from_dict(stored[k])

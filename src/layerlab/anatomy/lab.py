@@ -28,17 +28,23 @@ class Lab:
         self.cfg = config_for(profile)
         self.cache = results.Cache(profile.name)
         self.progress = progress
-        self._evaluators: dict[tuple[str, int], Evaluator] = {}
+        self._evaluators: dict[tuple[str, int, bool], Evaluator] = {}
 
     @property
     def model_name(self) -> str:
         """The profile's model id (a `tiny-` name is a random model built from its config)."""
         return self.cfg.model
 
-    def key(self, **extra: Any) -> dict[str, Any]:
-        """Cache key: model, evaluation-set settings and whatever the experiment adds."""
+    def key(self, *, reads_e1: bool = True, **extra: Any) -> dict[str, Any]:
+        """Cache key: model, evaluation-set settings and whatever the experiment adds.
+
+        E1's documents enter the key of an experiment that reads E1 (`reads_e1`) when set; an
+        experiment that reads only E0, the weights or the in-order passage (`passage`) keeps
+        its key, so its records stay valid whatever E1's documents are."""
         keep = ("model", "e1_source", "e1_tokens", "e1_max_len", "batch_tokens", "dtype")
-        return {**{k: getattr(self.cfg, k) for k in keep}, **extra}
+        documents = ({"e1_documents": self.cfg.e1_documents}
+                     if reads_e1 and self.cfg.e1_documents else {})
+        return {**{k: getattr(self.cfg, k) for k in keep}, **documents, **extra}
 
     @cached_property
     def lm(self) -> models.LoadedModel:
@@ -55,39 +61,43 @@ class Lab:
         checks the loaded model against it."""
         return self.cfg.n_layers
 
-    def evalset(self, name: str, tokens: int = 0) -> evalsets.EvalSet:
-        """E0 or E1; `tokens` > 0 keeps only E1's first sentences up to that many tokens (E1 is
-        taken in text order, so the subset is a prefix of the full set)."""
+    def evalset(self, name: str, tokens: int = 0, *, passage: bool = False) -> evalsets.EvalSet:
+        """E0 or E1; `tokens` > 0 asks for a smaller E1 (the same documents, fewer sentences of
+        each, when E1 is drawn by document). `passage` asks instead for E1's source read in
+        text order up to `tokens` tokens -- one stretch of held-out text, for a curve tracked
+        step by step rather than an interval (recovery)."""
         if name == "E0":
             if tokens:
                 raise ValueError("E0 has no subsets: it is ten sentences")
             return evalsets.e0(self.lm.tokenizer)
         if name == "E1":
             return evalsets.e1(self.lm.tokenizer, self.cfg.e1_source,
-                               min_tokens=tokens or self.cfg.e1_tokens, max_len=self.cfg.e1_max_len)
+                               min_tokens=tokens or self.cfg.e1_tokens, max_len=self.cfg.e1_max_len,
+                               documents=0 if passage else self.cfg.e1_documents)
         raise ValueError(f"unknown evaluation set {name!r}; use 'E0' or 'E1'")
 
-    def evaluator(self, name: str, tokens: int = 0) -> Evaluator:
-        """The evaluator of `evalset(name, tokens)`, built once and kept (it caches the unedited
-        model's scores and, when they fit, its block inputs); refuses a model whose depth is not
-        the profile's."""
-        if (name, tokens) not in self._evaluators:
-            ev = Evaluator(self.lm, self.evalset(name, tokens), batch_tokens=self.cfg.batch_tokens,
-                           progress=self.progress)
+    def evaluator(self, name: str, tokens: int = 0, *, passage: bool = False) -> Evaluator:
+        """The evaluator of `evalset(name, tokens, passage=...)`, built once and kept (it caches
+        the unedited model's scores and, when they fit, its block inputs); refuses a model whose
+        depth is not the profile's."""
+        which = (name, tokens, passage and name == "E1")
+        if which not in self._evaluators:
+            ev = Evaluator(self.lm, self.evalset(name, tokens, passage=which[2]),
+                           batch_tokens=self.cfg.batch_tokens, progress=self.progress)
             if ev.lm.n_layers != self.n_layers:
                 raise ValueError(f"{self.model_name} has {ev.lm.n_layers} layers; the profile "
                                  f"expects {self.n_layers} (set AnatomySettings.n_layers)")
-            self._evaluators[(name, tokens)] = ev
-        return self._evaluators[(name, tokens)]
+            self._evaluators[which] = ev
+        return self._evaluators[which]
 
     def base(self, name: str) -> Scores:
         """Base scores of a set (cached)."""
-        value = self.cache.cached("anatomy_base", self.key(set=name),
+        value = self.cache.cached("anatomy_base", self.key(reads_e1=name == "E1", set=name),
                                   lambda: self.evaluator(name).base().to_dict())
         return Scores.from_dict(value)
 
     def describe_sets(self) -> list[dict[str, Any]]:
         """Size of each evaluation set (cached, so notebooks need no model to show it)."""
-        return [self.cache.cached("anatomy_sets", self.key(set=name),
+        return [self.cache.cached("anatomy_sets", self.key(reads_e1=name == "E1", set=name),
                                   lambda name=name: self.evalset(name).describe())
                 for name in ("E0", "E1")]

@@ -170,7 +170,7 @@ def diagnose_paradox(lab: Lab, alpha: float) -> pd.DataFrame:
     plan.update({f"{kind}-k{k}": {"kind": kind, "k": k, "layers": layers}
                  for kind in PARADOX_KINDS for k, layers in paradox_layers(lab.n_layers).items()})
     stored = lab.cache.for_each(
-        "paradox_outputs", lab.key(alpha=alpha), plan,
+        "paradox_outputs", lab.key(reads_e1=False, alpha=alpha), plan,
         lambda _n, item: output_diagnostics(lab, item["kind"], item["layers"], alpha),
         progress=lab.progress)
     rows = [{"substitute": it["kind"], "k": it["k"], **stored[name]} for name, it in plan.items()]
@@ -291,7 +291,8 @@ def run_paradox(lab: Lab, alpha: float) -> pd.DataFrame:
         sc = Scores.from_dict(stored[key])
         base = lab.base(item["set"])
         if item["set"] not in draws:
-            draws[item["set"]] = bootstrap_weights(len(base.nll), lab.cfg.bootstrap)
+            draws[item["set"]] = bootstrap_weights(len(base.nll), lab.cfg.bootstrap,
+                                                   units=base.units)
         lo, hi = paired_interval(sc, base, draws[item["set"]])
         rows.append({"set": item["set"], "substitute": item["kind"], "k": item["k"],
                      "layers": f"L{item['layers'][0]}–{item['layers'][-1]}", "ppl": sc.ppl,
@@ -305,17 +306,17 @@ def run(lab: Lab) -> dict[str, Any]:
     """Everything chapter 07 shows, each piece cached: the ridge table over the α grid, the
     descriptors and their nulls, the operating α (gate_proj's in-sample R² nearest the paper's), and
     at that α the paradox, its output diagnostics and the predictions' distance from the mean."""
-    key = lab.key(init_std=lab.cfg.init_std, alphas=list(ALPHA_GRID))
+    key = lab.key(reads_e1=False, init_std=lab.cfg.init_std, alphas=list(ALPHA_GRID))
     ridge = pd.DataFrame(lab.cache.cached("ridge_predictability", key, lambda: measure_ridge(lab)))
-    desc = pd.DataFrame(lab.cache.cached("descriptor_predictability", lab.key(),
+    desc = pd.DataFrame(lab.cache.cached("descriptor_predictability", lab.key(reads_e1=False),
                                          lambda: measure_descriptors(lab)))
-    nulls = pd.DataFrame(lab.cache.cached("descriptor_nulls", lab.key(),
+    nulls = pd.DataFrame(lab.cache.cached("descriptor_nulls", lab.key(reads_e1=False),
                                           lambda: measure_descriptor_nulls(lab)))
     alpha = operating_alpha(ridge)
     return {"ridge": ridge, "descriptors": desc, "alpha": alpha, "descriptor_nulls": nulls,
             "paradox": run_paradox(lab, alpha),
             "prediction_vs_mean": pd.DataFrame(lab.cache.cached(
-                "prediction_vs_mean", lab.key(alpha=alpha),
+                "prediction_vs_mean", lab.key(reads_e1=False, alpha=alpha),
                 lambda: prediction_vs_mean(lab, alpha).to_dict(orient="list"))),
             "outputs": diagnose_paradox(lab, alpha)}
 

@@ -51,8 +51,9 @@ def training_windows(tokenizer: Any, cfg: RecoveryConfig, seed: int | None = Non
 
 
 def evaluator(lab: Lab, cfg: RecoveryConfig):
-    """The evaluation set of the recovery runs (E1's first `eval_tokens` tokens, or a whole set)."""
-    return lab.evaluator(cfg.eval_set, cfg.eval_tokens)
+    """The evaluation set of the recovery runs: E1's held-out text in order up to `eval_tokens`
+    tokens (`Lab.evalset`'s passage: a curve, not an interval, is read from it), or E0."""
+    return lab.evaluator(cfg.eval_set, cfg.eval_tokens, passage=True)
 
 
 def _trainable(lab: Lab, layer: int, cfg: RecoveryConfig) -> list[torch.nn.Parameter]:
@@ -200,7 +201,7 @@ def _stored(lab: Lab, todo: dict[str, dict[str, Any]]) -> dict[str, dict[str, An
                  else calibrate_sigma(lab, item["layer"], cfg, seed=seed))
         return recover(lab, item["layer"], sigma, cfg, windows=windows[seed], seed=seed)
 
-    return lab.cache.for_each("recovery", lab.key(recovery=cfg.key()), todo, compute,
+    return lab.cache.for_each("recovery", lab.key(reads_e1=False, recovery=cfg.key()), todo, compute,
                               progress=lab.progress)
 
 

@@ -333,7 +333,7 @@ def generations(lab: Lab, target: list[int]) -> pd.DataFrame:
                              "tokens": len(tokens)})
         return rows
 
-    stored = lab.cache.for_each("generations", lab.key(target=target, new_tokens=n_new,
+    stored = lab.cache.for_each("generations", lab.key(reads_e1=False, target=target, new_tokens=n_new,
                                                        prompts=list(PROMPTS)),
                                 {c: c for c in conds}, compute, progress=lab.progress)
     return pd.DataFrame([{"condition": c, **row} for c, rows in stored.items() for row in rows])

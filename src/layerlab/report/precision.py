@@ -183,7 +183,7 @@ def run(lab: Lab) -> dict[str, Any]:
     per matrix; S (chapter 06's target set, from chapter 05's map)."""
     layers = strategies.target_set(importance.run(lab)["table"])
     items = {"stand-in": {"seed": None}} | {f"dithered-s{s}": {"seed": s} for s in SEEDS}
-    key = lab.key(precision={"copy": "stand-in + U(± d/2)", "seeds": list(SEEDS),
+    key = lab.key(reads_e1=False, precision={"copy": "stand-in + U(± d/2)", "seeds": list(SEEDS),
                              "windows": WINDOWS, "window_len": WINDOW_LEN,
                              "lens_windows": LENS_WINDOWS, "layers": layers})
 
