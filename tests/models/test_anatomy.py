@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -39,8 +41,64 @@ def test_e1_reaches_the_token_floor_with_clean_sentences_deterministically():
         evalsets.EvalSet("x", [], [], source="none")
 
 
+def test_e1_by_document_gives_each_document_an_equal_share_and_tags_its_sentences():
+    tok = models.byte_tokenizer()
+    es = evalsets.e1(tok, "wikipedia", min_tokens=4000, max_len=300, documents=8)
+    again = evalsets.e1(tok, "wikipedia", min_tokens=4000, max_len=300, documents=8)
+    assert es.sentences == again.sentences and es.units == again.units
+    assert sorted(set(es.units)) == list(range(8)) and len(set(es.unit_names)) == 8
+    assert es.units == sorted(es.units)  # each document's sentences together, in order
+    share = 4000 // 8
+    for u in range(8):
+        tokens = [len(i) - 1 for i, v in zip(es.ids, es.units) if v == u]
+        # its share, passed by less than one sentence
+        assert share <= sum(tokens) < share + max(tokens)
+    # the documents are spread over the corpus, not its first articles
+    every = [t for t, _ in evalsets.documents_of("wikipedia")]
+    positions = [every.index(t) for t in es.unit_names]
+    assert positions == sorted(positions) and positions[-1] > len(every) // 2
+    row = es.describe()
+    assert (row["resampled by"], row["resampling units"]) == ("document", 8)
+    assert evalsets.e0(tok).describe()["resampled by"] == "sentence"
+    with pytest.raises(corpus.CorpusError, match="documents"):
+        evalsets.e1(tok, "wikipedia", min_tokens=10**7, documents=50)
+    with pytest.raises(ValueError, match="at least 2"):
+        evalsets.e1(tok, "wikipedia", documents=1)
+
+
 def _scores(nll, tokens):
     return Scores(np.asarray(nll, float), np.asarray(tokens))
+
+
+def test_bootstrap_by_document_draws_whole_documents():
+    units = np.array([0, 0, 0, 1, 1, 2, 3, 3, 3, 3])
+    w = importance.bootstrap_weights(len(units), 500, seed=2, units=units)
+    assert w.shape == (500, 10)
+    for u in range(4):  # the sentences of one document are drawn together
+        cols = w[:, units == u]
+        assert (cols == cols[:, :1]).all()
+    # four documents drawn per resample, so the weights of documents sum to four
+    first = w[:, [0, 3, 5, 6]]
+    assert (first.sum(1) == 4).all() and (first == 0).any()
+    # one document per sentence is the sentence bootstrap
+    assert np.array_equal(importance.bootstrap_weights(10, 50, seed=3, units=np.arange(10)),
+                          importance.bootstrap_weights(10, 50, seed=3))
+    with pytest.raises(ValueError, match="units"):
+        importance.bootstrap_weights(5, 10, units=units)
+
+
+def test_a_document_bootstrap_is_wider_when_documents_differ():
+    # two kinds of documents: an edit hurts one kind only. Resampling sentences treats 40
+    # sentences as independent; resampling the 4 documents sees that only two carry the effect
+    units = np.repeat(np.arange(4), 10)
+    base = _scores(np.full(40, 10.0), np.full(40, 5))
+    hurt = _scores(base.nll + np.where(units % 2 == 0, 4.0, 0.0), base.tokens)
+    by_doc = Scores(base.nll, base.tokens, units)
+    wide = importance.degradation_table({("E1", "m", 1): hurt}, {"E1": by_doc}, resamples=400)
+    narrow = importance.degradation_table({("E1", "m", 1): hurt}, {"E1": base}, resamples=400)
+    assert (wide["hi"] - wide["lo"]).iloc[0] > 2 * (narrow["hi"] - narrow["lo"]).iloc[0]
+    assert Scores.from_dict(by_doc.to_dict()).units.tolist() == units.tolist()
+    assert "units" not in base.to_dict()
 
 
 def test_bootstrap_weights_resample_every_sentence_count():
@@ -201,6 +259,25 @@ def test_untrained_twin_map_is_the_layer_claims_control(smoke_lab, monkeypatch):
     monkeypatch.setattr(importance.models, "untrained_twin",
                         lambda *a, **k: pytest.fail("recomputed the untrained map"))
     pd.testing.assert_frame_equal(importance.untrained_map(again), twin)
+
+
+def test_only_experiments_that_read_e1_key_its_documents(smoke_lab):
+    cfg = smoke_lab.cfg
+    assert cfg.e1_documents == 5
+    legacy = {k: getattr(cfg, k) for k in ("model", "e1_source", "e1_tokens", "e1_max_len",
+                                            "batch_tokens", "dtype")}
+    assert smoke_lab.key(reads_e1=False, x=1) == {**legacy, "x": 1}  # committed keys unchanged
+    assert smoke_lab.key(x=1) == {**legacy, "e1_documents": 5, "x": 1}
+    smoke = profiles.get("smoke")
+    in_order = Lab(dataclasses.replace(smoke, anatomy=smoke.anatomy.replace(e1_documents=0)),
+                   progress=False)
+    assert in_order.key(x=1) == {**legacy, "x": 1}
+    # E1 is drawn by document; the recovery curve reads the held-out text in order
+    assert smoke_lab.evalset("E1").units is not None
+    assert smoke_lab.evalset("E1", 200, passage=True).units is None
+    from layerlab.anatomy import recovery
+    assert recovery.evaluator(smoke_lab, cfg.recovery).evalset.units is None
+    assert smoke_lab.base("E1").units is not None and smoke_lab.base("E0").units is None
 
 
 def test_map_resumes_after_an_interruption(smoke_lab, monkeypatch):
