@@ -350,7 +350,7 @@ def by_context(profile, cache=None, *, progress: bool = True) -> pd.DataFrame:
                 value = cache.get(CONTEXT, key, item)
                 if value is None:
                     cache.may_compute(f"{CONTEXT}/{item}")
-                    lm = lm or geometry._load(name, profile, cfg)
+                    lm = lm or geometry.measurement._load(name, profile, cfg)
                     bos, bos_text = bos_token(lm.tokenizer)
                     blocks = context_blocks(lm.tokenizer, profile.eval_corpus,
                                             n_tokens=cfg.context_tokens, seq_len=T,

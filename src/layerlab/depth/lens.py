@@ -119,13 +119,14 @@ def run(profile, cache=None, *, progress: bool = True, only: list[str] | None = 
     members = [f"{geometry.FAMILY_PREFIX}{d}" for d in fam.depths if d >= 4]
     rows = []
     for name in tqdm(only or [*llms, *members], desc="lens", disable=not progress):
-        key = {**geometry._cache_key(profile, name), "tokens": cfg.lens_tokens, "margin": MARGIN}
+        key = {**geometry.experiment._cache_key(profile, name), "tokens": cfg.lens_tokens,
+               "margin": MARGIN}
         for trained in (True, False):
             item = f"{name}-{'trained' if trained else 'untrained'}"
             value = cache.get(EXPERIMENT, key, item)
             if value is None:
                 cache.may_compute(f"{EXPERIMENT}/{item}")
-                lm = geometry._control_model(name, profile, trained)
+                lm = geometry.measurement._control_model(name, profile, trained)
                 if name.startswith(geometry.FAMILY_PREFIX):
                     blocks = corpus.token_blocks(lm.tokenizer, fam.corpus, n_tokens=cfg.lens_tokens,
                                                  seq_len=fam.seq_len, split="test")
