@@ -96,9 +96,12 @@ def _with_ends(sh: dict[str, torch.Tensor], ends: list[torch.Tensor]) -> list[di
     return out
 
 
-def token_metrics(traj: torch.Tensor) -> dict[str, torch.Tensor]:
-    """Per-token metrics of one trajectory [L+1, N, d] (float32); each value is [K, N]."""
-    h = traj.float()
+def token_metrics(traj: torch.Tensor, dtype: torch.dtype = torch.float32
+                  ) -> dict[str, torch.Tensor]:
+    """Per-token metrics of one trajectory [L+1, N, d], computed in `dtype` (float32 for a model's
+    states; float64 for a synthetic stream whose numbers must not depend on the CPU's float32
+    kernels); each value is [K, N]."""
+    h = traj.to(dtype)
     return _with_ends(_shared(h[:-1]), [h[-1]])[0]
 
 

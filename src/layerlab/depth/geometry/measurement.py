@@ -179,17 +179,19 @@ def smooth_stream(layers: int, *, width: int = POSITIVE_WIDTH,
     """P1-A3's positive control: per sequence, the middle θ(Δh_l, Δh_{l+1}) of a smooth residual
     stream — `layers` Euler steps h_{l+1} = h_l + v(h_l)/ℓ of one smooth random vector field
     v(h) = W₂ tanh(W₁ h) (procedural assembly: consecutive updates aligned by construction),
-    measured by `hidden.token_metrics` as the models are. Seeded; float32."""
+    measured by `hidden.token_metrics` as the models are. Seeded; float64 arithmetic on float32
+    draws, so its numbers do not move with the CPU's float32 kernels (AVX2 and AVX-512 differed
+    by 1e-6, above the freshness gate's tolerance for a derived record)."""
     gen = torch.Generator().manual_seed(seed)
-    w1 = torch.randn(width, width, generator=gen) / width ** 0.5
-    w2 = torch.randn(width, width, generator=gen) / width ** 0.5
+    w1 = (torch.randn(width, width, generator=gen) / width ** 0.5).double()
+    w2 = (torch.randn(width, width, generator=gen) / width ** 0.5).double()
     out = []
     for _ in range(sequences):
-        h = torch.randn(tokens, width, generator=gen)
+        h = torch.randn(tokens, width, generator=gen).double()
         states = [h]
         for _ in range(layers):
             h = h + torch.tanh(h @ w1.T) @ w2.T / layers
             states.append(h)
-        theta_dh = hidden.token_metrics(torch.stack(states))["theta_dh"]
+        theta_dh = hidden.token_metrics(torch.stack(states), torch.float64)["theta_dh"]
         out.append(float(theta_dh[hidden.middle_pairs(layers)].mean()))
     return np.array(out)
