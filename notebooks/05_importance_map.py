@@ -33,10 +33,13 @@
 #
 # - **E0**: ten English sentences written for this book (the paper's ten are not published);
 #   they are printed below.
-# - **E1**: the first held-out sentences of our Wikipedia test split, ≥ 20,000 predicted tokens.
+# - **E1**: ≥ 20,000 predicted tokens of Wikipedia: an equal share of sentences from the start
+#   of each of 40 articles spread over our corpus (`layerlab.anatomy.evalsets`).
 # - **Degradation %** = (PPL_edited / PPL_base − 1) × 100, token-pooled; each sentence is its own
-#   sequence with no BOS (SmolLM2's default). 95 % CIs come from a paired bootstrap over
-#   sentences (1,000 resamples).
+#   sequence with no BOS (SmolLM2's default). 95 % CIs come from a paired bootstrap (1,000
+#   resamples) over E0's ten sentences and over E1's articles, each drawn with all its sentences:
+#   sentences of one article are not independent, so resampling them one by one would give E1
+#   intervals that are too narrow.
 # - **Methods**: the paper's neighbour average of *all nine* tensors (the default reading), of the
 #   linear matrices only, of the attention or MLP matrices only; **layer removal** (skip), the
 #   operation of ShortGPT, Gromov et al. and "Layers as Painters"; and the mean of all other layers.

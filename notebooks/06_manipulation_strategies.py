@@ -144,7 +144,8 @@ print(strategies.alpha_conclusion(result["alpha"]))
 #   costs +10 % on E0; the table gives the relative weight change each strategy needs for that
 #   damage, and the joint degradation when all of S is edited at those fractions.
 #
-# Joint edits are scored on E0 and on E1's first 2,048 tokens ("E1 subset").
+# Joint edits are scored on E0 and on a 2,048-token subset of E1 ("E1 subset": the same 40
+# articles, fewer sentences of each).
 
 # %%
 matched = strategies.matched(lab, S, imap["table"])  # cached; bisections first

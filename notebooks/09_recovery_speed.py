@@ -26,9 +26,9 @@
 # %% [markdown]
 # **Method** (the paper's protocol is not published; our reading, `layerlab.anatomy.recovery`).
 # Add Gaussian noise of σ × each matrix's std to the seven matrices of one layer; fine-tune
-# **only that layer** with AdamW (lr 10⁻⁴, no weight decay) on Wikipedia training text, which
-# shares nothing with E0 or E1; evaluate perplexity on the first sentences of E1 (≥ 2,000
-# predicted tokens) every few steps. A layer has **recovered** when PPL ≤ 1.05 × base (1.10 also
+# **only that layer** with AdamW (lr 10⁻⁴, no weight decay) on Wikipedia training text; evaluate
+# perplexity every few steps on the first sentences of the held-out test split, read in order
+# (≥ 2,000 predicted tokens; the curve is tracked, not resampled). A layer has **recovered** when PPL ≤ 1.05 × base (1.10 also
 # reported); a layer that never gets there within the step limit is **right-censored** and ranked
 # last. The **area under the curve** is the mean of log(PPL / base) over the evaluation grid.
 # The fixed-σ runs of the four layers the paper names repeat with a second seed (a new noise
@@ -157,8 +157,8 @@ claims.record(recovery.assess(result, corr, cfg, setting, no_damage), profile.na
 #   cores: a few hours, resumable); the paper reports 200 steps of an unknown batch. AdamW moves
 #   each weight by about lr per step whatever the batch, so steps are comparable in kind, not in
 #   number. The `gpu` profile heals all 30 layers for 300 steps of 8 × 128 tokens, evaluates on
-#   E1's first 4,096 tokens and repeats the named layers with three seeds.
-# - **Evaluation set.** E1's first sentences (≥ 2,000 predicted tokens) instead of E0's 201
+#   4,096 held-out FineWeb tokens and repeats the named layers with three seeds.
+# - **Evaluation set.** Held-out sentences (≥ 2,000 predicted tokens) instead of E0's 201
 #   tokens, so "recovered within 5 %" is not decided by a handful of tokens.
 # - **Protocol.** Noise definition, trainable parameters, learning rate, data and the "recovered"
 #   threshold are not published; ours are stated above. The whole-model variant

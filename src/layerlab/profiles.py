@@ -97,10 +97,11 @@ CPU_TOY_SWEEPS = {
     **{f"rk2-mse-{t}": {"objective": "mse", "teacher": t, "student_block": "rk2",
                         "student_depths": (2, 4, 8)} for t in ("independent", "tied")},
 }
-# P2 chapters (research/paper2.md §3-§7): one model, E0 = our 10 sentences, E1 = held-out text
+# P2 chapters (research/paper2.md §3-§7): one model, E0 = our 10 sentences, E1 = 500 tokens from
+# the start of each of 40 Wikipedia articles, resampled by article
 CPU_ANATOMY = AnatomySettings(
     model="smollm2-135m-instruct-q4", n_layers=paper.P2_N_LAYERS.value, e1_source="wikipedia",
-    e1_tokens=20_000, e1_max_len=96, batch_tokens=2048, bootstrap=1000,
+    e1_tokens=20_000, e1_max_len=96, e1_documents=40, batch_tokens=2048, bootstrap=1000,
     map_methods={"E0": MAP_METHODS, "E1": ("neighbour_average", "skip")},
     alphas=(0.5, 0.8, 0.9, 0.95, 1.05, 1.1), generate_tokens=40,
     single_sets=("E0",),  # each strategy on each layer alone: E0 on 2 cores, both on a GPU

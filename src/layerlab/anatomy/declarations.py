@@ -26,12 +26,13 @@ _SCALE_COST = 19.0  # scaling ×0.9: +19 % perplexity (secondary summary)
 _OTHERS_LOG10 = (6.0, 7.0)  # the other strategies: "millions of percent" (secondary summary)
 # the five layer claims are read from one importance map: one scope, one unit, one finding
 _MAP_SCOPE = ("SmolLM2-135M (stand-in: the 4-bit Instruct GGUF dequantised to float32) on E0 "
-              "(our ten sentences, like the paper's unpublished ten) and E1 (held-out Wikipedia "
-              "sentences, ≥ 20,000 tokens); each set one unit")
-_MAP_UNIT = ("sentences (paired bootstrap over the set's sentences, 95 % percentile interval); a "
-             "statistic of several layers takes the statistic of the layers' lower ends to that "
-             "of their upper ends; E0's ten sentences are independent, E1's share Wikipedia "
-             "articles, so its interval is narrower than an article-level one")
+              "(our ten sentences, like the paper's unpublished ten) and E1 (Wikipedia "
+              "sentences, ≥ 20,000 tokens, an equal share from the start of each of 40 "
+              "articles); each set one unit")
+_MAP_UNIT = ("E0's sentences, E1's articles (paired bootstrap over E0's ten independent "
+             "sentences; over E1's articles, each drawn with all its sentences, as sentences of "
+             "one article are not independent; 95 % percentile interval); a statistic of several "
+             "layers takes the statistic of the layers' lower ends to that of their upper ends")
 _MAP_FINDING = "P2-F1 layer importance map"
 _MAP_LAYERS = "a 30-layer stack (the claim names SmolLM2-135M's layers)"
 _MAP_CONTROL = ("the untrained twin (the same config at random initialisation) through the same "
@@ -42,8 +43,8 @@ _MAP_CONTROL = ("the untrained twin (the same config at random initialisation) t
 _C4_SCOPE = ("SmolLM2-135M (stand-in: the 4-bit Instruct GGUF dequantised to float32), S = "
              "chapter 05's connective and anti-layers on E1 (the paper's 'redundant layers'), "
              "edited jointly, scored on E0 and E1; each set one unit")
-_C4_UNIT = ("sentences (paired bootstrap over the set's sentences, 95 % percentile interval; E1's "
-            "sentences share articles, so its interval is narrower than an article-level one); "
+_C4_UNIT = ("E0's sentences, E1's articles (paired bootstrap over E0's ten sentences and over "
+            "E1's articles, each drawn with all its sentences; 95 % percentile interval); "
             "a statistic of several strategies takes the statistic of their lower ends to that "
             "of their upper ends")
 _C4_FINDING = "P2-F4 weight-manipulation strategies"
@@ -59,9 +60,9 @@ _CH05_06: tuple[Declaration, ...] = (
         kind=Kind.NUMBER,
         primary="log10(max |deg| / min |deg|) of the neighbour-average map over layers 1 … L−2 "
                 "(the reading that gives 10^7 from +63,419 % and a layer near 0.006 %)",
-        unit="sentences (one paired bootstrap over the set's sentences resamples the whole map, "
-             "95 % percentile interval; E1's sentences share articles, so its interval is "
-             "narrower than an article-level one)",
+        unit="E0's sentences, E1's articles (one paired bootstrap resamples the whole map: "
+             "E0's sentences, E1's articles each with all its sentences; 95 % percentile "
+             "interval)",
         band=Band(lo=_RANGE_LOG10 - 1, hi=_RANGE_LOG10 + 1,
                   reason="a magnitude spanning orders of magnitude, with no stated uncertainty, "
                          "from another checkpoint and other sentences: by §3 the same order, "
@@ -319,9 +320,8 @@ _CH07_08: tuple[Declaration, ...] = (
         primary="log10(PPL with the nine layers from the forward split's first test layer on "
                 "(L20–L28) replaced by their forward-split ridge predictions, every matrix, "
                 "norms kept / unedited PPL), token-pooled",
-        unit="sentences (paired bootstrap over the set's sentences, 95 % percentile interval; "
-             "E1's sentences share articles, so its interval is narrower than an article-level "
-             "one)",
+        unit="E0's sentences, E1's articles (paired bootstrap over E0's sentences and over "
+             "E1's articles, each drawn with all its sentences; 95 % percentile interval)",
         band=Band(lo=math.log10(paper.P2_PARADOX_K9_PPL.value / paper.P2_BASE_PPL.value) - 1,
                   reason="the paper gives only a bound (PPL > 100,000 against 22.60 unedited, a "
                          "ratio above 4,425) on another checkpoint and other sentences, so by §3 "
@@ -345,7 +345,7 @@ _CH07_08: tuple[Declaration, ...] = (
                                        "gone")),
         ),
         scope="SmolLM2-135M (stand-in: 4-bit Instruct) on E0 (ten sentences, as the paper) and "
-              "E1 (held-out sentences); each set one unit",
+              "E1 (sentences from 40 Wikipedia articles); each set one unit",
         finding="P2-F2b R²–perplexity paradox",
     ),
     Declaration(

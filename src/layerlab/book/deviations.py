@@ -57,7 +57,8 @@ def _p2_sections(profile: profiles.Profile) -> list[str]:
     out.append(f"""## P2 — the evaluation sentences (E0 vs E1)
 
 The paper's ten sentences are unknown. **Choice:** our own ten sentences (E0, published in
-chapter 05) *and* ≥ 20k held-out tokens (E1); every headline is given on both.
+chapter 05) *and* ≥ 20k tokens from 40 Wikipedia articles (E1, resampled by article); every
+headline is given on both.
 **Movement:** L{peak}'s neighbour-average degradation is {_fmt(deg('E0', 'neighbour_average', peak))}
 on E0 and {_fmt(deg('E1', 'neighbour_average', peak))} on E1.""")
 
