@@ -517,11 +517,37 @@ def convert_wheel_model(name: str) -> Path:
     The write goes to a temporary sibling folder that is renamed at the end, so an interrupted
     conversion never leaves a half-written model that a later load would trust.
     """
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
     target = converted_dir(name)
     if (target / "config.json").is_file():
         return target
+    # two processes (pytest's workers, two notebooks) converting at once would read a GGUF the
+    # other is still assembling or has already deleted: one converts, the other waits and reuses
+    with _exclusive(target.with_name(f".{target.name}.lock")):
+        if (target / "config.json").is_file():
+            return target
+        return _convert(name, target)
+
+
+@contextlib.contextmanager
+def _exclusive(lock: Path):
+    """Hold an exclusive lock on `lock` (a file, created) for the block; no-op without fcntl."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no concurrent workers to guard against in practice
+        yield
+        return
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _convert(name: str, target: Path) -> Path:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
     gguf = gguf_path(name)
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)

@@ -466,7 +466,9 @@ class AnatomySettings(_Settings):
     def shrunk(self) -> "AnatomySettings":
         """Same model name (served by a tiny stand-in in the dry run), a few layers' worth."""
         n = 6
+        # a few documents: the dry run's local FineWeb files hold only a few dozen
         return self.replace(n_layers=n, e1_tokens=200, e1_max_len=64, batch_tokens=512,
+                            e1_documents=min(self.e1_documents, 4),
                             bootstrap=10, generate_tokens=4, control_elements=2000,
                             alphas=tuple(self.alphas[:2]), tiny_layers=n,
                             recovery=self.recovery.shrunk(n))

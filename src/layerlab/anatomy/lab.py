@@ -71,6 +71,8 @@ class Lab:
                 raise ValueError("E0 has no subsets: it is ten sentences")
             return evalsets.e0(self.lm.tokenizer)
         if name == "E1":
+            if not passage:  # a subset is never larger than the set itself (the dry run's E1 is tiny)
+                tokens = min(tokens or self.cfg.e1_tokens, self.cfg.e1_tokens)
             return evalsets.e1(self.lm.tokenizer, self.cfg.e1_source,
                                min_tokens=tokens or self.cfg.e1_tokens, max_len=self.cfg.e1_max_len,
                                documents=0 if passage else self.cfg.e1_documents)
