@@ -522,7 +522,8 @@ def convert_wheel_model(name: str) -> Path:
         return target
     # two processes (pytest's workers, two notebooks) converting at once would read a GGUF the
     # other is still assembling or has already deleted: one converts, the other waits and reuses
-    with _exclusive(target.with_name(f".{target.name}.lock")):
+    # the lock lives outside models/, which holds only finished conversions
+    with _exclusive(paths.cache_dir() / "locks" / f"convert-{name}.lock"):
         if (target / "config.json").is_file():
             return target
         return _convert(name, target)

@@ -129,7 +129,9 @@ def run(lab: Lab, target: list[int]) -> dict[str, Any]:
 MATCHED_SIZE = 0.1  # ‖ΔW‖ / ‖W‖ of scale ×0.9: every strategy moved this far toward its target
 MATCHED_DAMAGE = 10.0  # single-layer degradation % (E0) every strategy is tuned to
 DIRECTIONS = ("zero", "clone", "mix", "low-rank mix r=64")  # zero at fraction f is scale × (1 − f)
-SUBSET_TOKENS = 2048  # E1's first tokens: the held-out set of the matched runs and the k curve
+# a smaller E1 -- the same articles, fewer sentences of each -- held out for the matched runs
+# and the k curve
+SUBSET_TOKENS = 2048
 
 
 def _partial(name: str, layers: list[int], fraction: dict[int, float]) -> edits.Edit:
@@ -179,7 +181,8 @@ def matched(lab: Lab, target: list[int], importance_table: pd.DataFrame, *,
     """Chapter 06's controls for size: (1) every strategy at the relative weight change of
     scale ×0.9, per layer; (2) every strategy at the same single-layer damage (E0), found by
     bisection, then applied to S jointly; (3) each strategy on the k least important layers,
-    k = 1 … k_max. Joint edits are scored on E0 and on E1's first SUBSET_TOKENS tokens."""
+    k = 1 … k_max. Joint edits are scored on E0 and on an E1 subset of SUBSET_TOKENS
+    tokens (every article, fewer sentences of each)."""
     sizes = full_sizes(lab, target)
     size_frac = {name: {int(r["layer"]): min(1.0, MATCHED_SIZE / r["relative change"])
                         for _, r in sizes[sizes["strategy"] == name].iterrows()}

@@ -57,10 +57,24 @@ def _is_progress(out: dict[str, Any]) -> bool:
         "it/s]" in text or "s/it]" in text or "%|" in text)
 
 
+def _coalesced(outputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Consecutive writes to one stream as one output: the kernel flushes stdout on a timer, so
+    one `print` can arrive as its text and then its newline, depending on the machine's load."""
+    merged: list[dict[str, Any]] = []
+    for out in outputs:
+        prev = merged[-1] if merged else None
+        if (prev is not None and out.get("output_type") == "stream"
+                and prev.get("output_type") == "stream" and prev.get("name") == out.get("name")):
+            merged[-1] = {**prev, "text": "".join(prev["text"]) + "".join(out["text"])}
+        else:
+            merged.append(out)
+    return merged
+
+
 def normalise(outputs: list[dict[str, Any]]) -> list[str]:
     """A cell's outputs as comparable text: streams and the text/HTML parts of results."""
     parts = []
-    for out in outputs:
+    for out in _coalesced(outputs):
         if _is_progress(out):
             continue
         kind = out.get("output_type")
