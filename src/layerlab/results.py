@@ -19,7 +19,9 @@ Used by every chapter (00–11).
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
+import inspect
 import json
 import os
 import re
@@ -413,6 +415,65 @@ class Cache:
         if not path.is_file():
             return None
         return self.read_record(path)["provenance"]
+
+
+# --- a step whose value is a record, keyed by its own arguments ------------------------------
+_ORIGINS: dict[int, tuple[Any, dict[str, Any]]] = {}  # id(value) -> (value, its record's key)
+
+
+def key_of(value: Any) -> Any:
+    """What an argument contributes to a record's key: a value returned by a `recorded` step
+    contributes that record's key (a fit started at the converged fit is keyed by it, not by
+    its numbers); tuples become lists, as JSON stores them; settings and plain JSON values enter
+    as they are. Anything else (an array, a table) is refused: pass it under `ignore`."""
+    origin = _ORIGINS.get(id(value))
+    if origin is not None and origin[0] is value:
+        return origin[1]
+    if isinstance(value, (list, tuple)):
+        return [key_of(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): key_of(v) for k, v in value.items()}
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    raise TypeError(f"a {type(value).__name__} cannot enter a record's key: pass it as a "
+                    f"recorded step's value, as plain settings, or name its argument in `ignore`")
+
+
+def recorded(experiment: str, name: str | None = None, *, ignore: Iterable[str] = (),
+             encode: Callable[[Any], Any] = lambda v: v,
+             decode: Callable[[Any], Any] = lambda v: v) -> Callable[[Callable], Callable]:
+    """Decorate a step whose value is stored under `experiment`: the key is `{"name": name}`
+    plus the step's bound arguments (defaults included, `key_of` each), less those in `ignore`
+    (the data every step reads, whose file hash the schema's inputs already carry). The
+    decorated step takes a keyword `cache` (a `Cache`), passed on to the step if it asks for
+    one (to read another record) and never part of the key; `step.key(*args, **kwargs)` is the
+    key alone. Nobody writes a key: renaming an argument or adding a setting changes it."""
+    skip = {"cache", *ignore}
+
+    def wrap(fn: Callable) -> Callable:
+        sig = inspect.signature(fn)
+        wants_cache = "cache" in sig.parameters
+        label = name or fn.__name__
+
+        def key(*args: Any, **kwargs: Any) -> dict[str, Any]:
+            bound = sig.bind_partial(*args, **kwargs)
+            bound.apply_defaults()
+            return {"name": label, **{k: key_of(v) for k, v in bound.arguments.items()
+                                      if k not in skip}}
+
+        @functools.wraps(fn)
+        def step(*args: Any, cache: Cache, **kwargs: Any) -> Any:
+            extra = {"cache": cache} if wants_cache else {}
+            k = key(*args, **kwargs)
+            value = decode(cache.cached(experiment, k,
+                                        lambda: encode(fn(*args, **kwargs, **extra))))
+            _ORIGINS[id(value)] = (value, k)
+            return value
+
+        step.key = key  # type: ignore[attr-defined]
+        return step
+
+    return wrap
 
 
 @contextlib.contextmanager

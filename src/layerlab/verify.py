@@ -60,7 +60,7 @@ DERIVED: frozenset[str] = frozenset({
     "claims",
 })
 # Experiments whose recomputation is not reproducible to the class's tolerance, with theirs:
-# chapter 01's fits run float32 Adam for 50,000 steps (`scaling.stored`), whose covariance moves
+# chapter 01's fits run float32 Adam for 50,000 steps (`depth/scaling/experiment.py`), whose covariance moves
 # by 4e-6 relative between one and two BLAS threads.
 TOLERANCE: dict[str, float] = {"depth_scaling": 1e-3}
 

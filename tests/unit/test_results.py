@@ -243,3 +243,30 @@ def test_status_counts_dirty_and_stale_records(cache, monkeypatch):
     assert sorted((r["dirty"], r["stale"]) for r in rows) == [(False, False), (True, False)]
     monkeypatch.setitem(results.SCHEMAS, "toy_students", (2, ()))  # the code moved on
     assert all(r["stale"] for r in results.status("smoke", cache.root))
+
+
+def test_a_recorded_step_is_keyed_by_its_bound_arguments(tmp_path):
+    import pytest
+
+    cache = results.Cache("smoke", root=tmp_path)
+    calls = []
+
+    @results.recorded("toy_students", "square", ignore=("data",))
+    def square(data, x, *, shift=1):
+        calls.append(x)
+        return {"y": x * x + shift + len(data)}
+
+    @results.recorded("toy_students", "twice")
+    def twice(start, *, cache):  # asks for the cache: reads another record through it
+        return {"y": 2 * start["y"]}
+
+    assert square.key([9, 9], 3) == {"name": "square", "x": 3, "shift": 1}  # defaults bound
+    first = square([0], 3, cache=cache)
+    assert square([5, 5], x=3, cache=cache) == first == {"y": 11} and calls == [3]  # data: no key
+    assert square([0], 3, shift=2, cache=cache) == {"y": 12} and calls == [3, 3]
+    assert twice.key(first) == {"name": "twice", "start": square.key([0], 3)}  # by its key
+    assert twice(first, cache=cache) == {"y": 22}
+    assert twice.key({"y": 11}) == {"name": "twice", "start": {"y": 11}}  # an equal plain value
+    with pytest.raises(TypeError, match="cannot enter a record's key"):
+        square.key(object(), 1.5, shift=object())
+    assert cache.get("toy_students", {"name": "square", "x": 3, "shift": 2}) == {"y": 12}

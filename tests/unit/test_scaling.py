@@ -211,62 +211,73 @@ def test_record_registers_and_tabulates(tmp_path):
     assert len(shown) == 3 and list(claims.collect("smoke", cache)["id"]) == ["P2-0", "P2-1", "P2-2"]
 
 
-def test_stored_fits_and_tables_round_trip_and_are_read_back(tmp_path, monkeypatch):
+def test_fits_and_tables_round_trip_through_their_records(tmp_path):
     import pandas as pd
 
-    monkeypatch.setenv("LAYERLAB_RESULTS", str(tmp_path))
+    from layerlab import results
+    from layerlab.depth.scaling import experiment
+
+    cache = results.Cache("smoke", root=tmp_path)
     calls = []
     frame = pd.DataFrame({"cut": [1, 2], "alpha_l": [1.25, 0.1 + 0.2], "converged": [True, False],
                           "recipe": ["paper", "converged"]})
+    fit = scaling.Fit("paper", {"alpha_l": 1.2}, {"alpha_l": 0.3}, 203, 0.003, 0.01, 0.004)
 
-    def compute():
+    @experiment._step("t")
+    def table(data, *, cuts):
         calls.append(1)
         return frame
 
-    first = scaling.stored("smoke", "t", compute, cuts=(1, 2))
-    again = scaling.stored("smoke", "t", compute, cuts=(1, 2))
+    @experiment._step("f")
+    def a_fit(data):
+        return fit
+
+    first = table(None, cuts=(1, 2), cache=cache)
+    again = table(None, cuts=(1, 2), cache=cache)
     assert calls == [1]
     pd.testing.assert_frame_equal(first, frame)
     pd.testing.assert_frame_equal(again, frame)
-    fit = scaling.Fit("paper", {"alpha_l": 1.2}, {"alpha_l": 0.3}, 203, 0.003, 0.01, 0.004)
-    assert scaling.stored("smoke", "f", lambda: fit) == fit
-    assert scaling.stored("smoke", "t", compute, cuts=(1, 3)) is not None and calls == [1, 1]
+    assert a_fit(None, cache=cache) == fit
+    assert table(None, cuts=(1, 3), cache=cache) is not None and calls == [1, 1]
 
 
-
-def test_experiment_keys_hold_every_input_of_each_step():
+def test_experiment_keys_hold_every_input_of_each_step(tmp_path, monkeypatch):
     from layerlab import profiles
+    from layerlab.depth.scaling import experiment
 
+    monkeypatch.setenv("LAYERLAB_RESULTS", str(tmp_path))
     runs = scaling.Experiment(profiles.get("smoke"))
-    keys = runs.keys()
+    conv = scaling.Fit("converged", {"alpha_l": 1.3}, {"alpha_l": 0.1}, 203, 0.003, 0.01, 0.004)
+    monkeypatch.setattr(experiment.fits, "fit", lambda *a, **k: conv)
     steps = {k for k, v in vars(scaling.Experiment).items() if callable(v) and not k.startswith("_")
-             and k != "keys"}
-    assert set(keys) == steps  # one key per step method, and every step has one
+             and k != "arguments"}
+    assert steps == set(experiment.STEPS)  # one step function per method
+    keys = {step: getattr(experiment, step).key(None, **runs.arguments(step)) for step in steps}
     assert len({k["name"] for k in keys.values()}) == len(keys)
     converged = keys["converged_fit"]
+    assert converged == {"name": "converged fit"}
     for step in ("scipy_check", "alpha_l_profile", "bootstrap", "shape_bootstrap", "huber_fit"):
-        assert keys[step]["start"] == converged, step  # started at the converged fit
+        assert keys[step]["start"] == converged, step  # started at the converged fit, by its key
     scan = keys["cut_scan"]
     assert {k: v for k, v in keys["parts_by_cut"].items() if k != "name"} == \
         {k: v for k, v in scan.items() if k != "name"}
     cfg = runs.settings
     assert keys["paper_fit"] == {"name": "paper fit", "steps": cfg.adam_steps}
     assert keys["bootstrap"]["resamples"] == cfg.bootstrap and keys["alpha_l_profile"]["grid"] \
-        == cfg.profile_grid and keys["held_out"]["splits"] == cfg.held_out_splits
+        == list(cfg.profile_grid) and keys["held_out"]["splits"] == cfg.held_out_splits
 
 
 def test_experiment_steps_read_the_record_under_their_key(tmp_path, monkeypatch):
-    from layerlab import profiles
-    from layerlab.depth.scaling import fits
+    from layerlab import profiles, results
+    from layerlab.depth.scaling import experiment, fits
 
     monkeypatch.setenv("LAYERLAB_RESULTS", str(tmp_path))
-    runs = scaling.Experiment(profiles.get("smoke"))
-    keys = runs.keys()
+    cache = results.Cache("smoke")
     conv = scaling.Fit("converged", {"alpha_l": 1.3}, {"alpha_l": 0.1}, 203, 0.003, 0.01, 0.004)
     check = scaling.Fit("scipy", {"alpha_l": 1.3}, {"alpha_l": 0.1}, 203, 0.003, 0.01, 0.004)
-    for step, value in (("converged_fit", conv), ("scipy_check", check)):
-        key = dict(keys[step])
-        scaling.stored("smoke", key.pop("name"), lambda v=value: v, **key)
+    start = experiment.converged_fit.key(None)
+    cache.put("depth_scaling", start, {"fit": conv.to_dict()})
+    cache.put("depth_scaling", {"name": "scipy check", "start": start}, {"fit": check.to_dict()})
 
     def never(*args, **kwargs):
         raise AssertionError("a stored step was recomputed")
@@ -274,7 +285,21 @@ def test_experiment_steps_read_the_record_under_their_key(tmp_path, monkeypatch)
     # the steps call the fits through their module: patch it there, not on the package
     monkeypatch.setattr(fits, "fit", never)
     monkeypatch.setattr(fits, "fit_scipy", never)
+    runs = scaling.Experiment(profiles.get("smoke"))
     assert runs.scipy_check() == check and runs.converged_fit() == conv
+
+
+def test_the_committed_cpu_records_are_found_under_the_derived_keys(monkeypatch):
+    """Every step of chapter 01 on the cpu profile reads its committed record: the keys the
+    steps derive from their arguments are the keys the records were stored under."""
+    from layerlab import profiles, results
+
+    monkeypatch.delenv("LAYERLAB_RESULTS", raising=False)
+    runs = scaling.Experiment(profiles.get("cpu"))
+    with results.cache_only():
+        for step in sorted(set(vars(scaling.Experiment)) & set(scaling.experiment.STEPS)):
+            assert getattr(runs, step)() is not None, step
+
 
 def test_shape_bootstrap_draws_whole_shapes(data):
     conv = scaling.fit(data, "converged")

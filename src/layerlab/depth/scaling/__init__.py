@@ -20,12 +20,13 @@ Levenberg–Marquardt, starts), `fits` (`Fit`, standard errors, `fit` by either 
 and Huber fits), `uncertainty` (bootstraps, cut scan, held-out splits, identifiability, profile,
 Adam path), `implications` (Fig. 2f's parts, the size exponent, optimal shapes), `rules` (the
 chapter's claims and the paper's reported numbers), `display` (tables) and `experiment` (the
-results cache: `stored` and the chapter's steps, `Experiment`, which build every key).
+results cache: the chapter's steps, keyed by their arguments, and `Experiment`, which
+supplies a profile's).
 """
 
 from layerlab.depth.declarations import DECLARATIONS
 from layerlab.depth.scaling.display import compare_with_paper, held_out_summary, recipes_table
-from layerlab.depth.scaling.experiment import Experiment, stored
+from layerlab.depth.scaling.experiment import Experiment
 from layerlab.depth.scaling.fits import Fit, fit, fit_huber, fit_scipy, standard_errors, summarise
 from layerlab.depth.scaling.implications import (
     chinchilla_shapes,
@@ -102,5 +103,5 @@ __all__ = [
     # display
     "compare_with_paper", "recipes_table", "held_out_summary",
     # experiment
-    "stored", "Experiment",
+    "Experiment",
 ]
