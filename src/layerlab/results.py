@@ -45,7 +45,7 @@ SCHEMAS: dict[str, tuple[int, tuple[str, ...]]] = {
     "ce_lens": (1, ("corpora",)),
     "causal_tracing": (1, ()),
     "depth_family": (2, ("corpora",)),  # 2: members per seed
-    "toy_students": (1, ()),
+    "toy_students": (2, ()),  # 2: one record per student
     "toy_signatures": (1, ()),
     "anatomy_base": (1, ("e0", "corpora")),
     "anatomy_sets": (1, ("e0", "corpora")),

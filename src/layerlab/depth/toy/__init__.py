@@ -20,9 +20,7 @@ from layerlab.depth.toy.display import (
     slope_table,
 )
 from layerlab.depth.toy.experiment import (
-    SIGNATURE_KEY_VERSION,
     SIGNATURES,
-    STUDENT_KEY_VERSION,
     STUDENTS,
     grid_checkpoint,
     run_grid,
@@ -80,7 +78,7 @@ __all__ = [
     # angles
     "PROBES", "middle_angles", "student_angles", "untrained_angles",
     # the cached experiment
-    "STUDENTS", "SIGNATURES", "STUDENT_KEY_VERSION", "SIGNATURE_KEY_VERSION", "sweep_configs",
+    "STUDENTS", "SIGNATURES", "sweep_configs",
     "student_key", "stored_sweeps", "run_sweep", "grid_checkpoint", "run_grid", "run_sweeps",
     "signatures", "untrained_signatures",
     # fits and tables

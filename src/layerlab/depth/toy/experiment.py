@@ -2,9 +2,8 @@
 record (`toy_students`), trained as batched groups (`grid.Grid`) or sweep by sweep
 (`sweep.Sweep`), and the angle signatures of trained and untrained students (`toy_signatures`).
 
-The record keys carry their own literal versions (`STUDENT_KEY_VERSION` in every student's key,
-`SIGNATURE_KEY_VERSION` in the signatures'), apart from the experiment's schema version in
-`layerlab.results.SCHEMAS`: folding them into the schema would change every committed key.
+Their versions are the experiments' schema versions in `layerlab.results.SCHEMAS`, like every
+other record's.
 """
 
 from __future__ import annotations
@@ -25,8 +24,6 @@ if TYPE_CHECKING:
 
 STUDENTS = "toy_students"
 SIGNATURES = "toy_signatures"
-STUDENT_KEY_VERSION = 2  # the "toy" entry of every student's key (2: one record per student)
-SIGNATURE_KEY_VERSION = 1  # the "toy" entry of the signatures' keys
 
 
 def sweep_configs(profile) -> dict[str, ToyConfig]:
@@ -41,7 +38,7 @@ def student_key(cfg: ToyConfig) -> dict[str, Any]:
     depth reuses every student already stored."""
     key = asdict(cfg)
     key.pop("student_depths")
-    return {"toy": STUDENT_KEY_VERSION, **key}
+    return key
 
 
 def _stored(name: str, cfg: ToyConfig, cache) -> dict[int, Any]:
@@ -164,7 +161,7 @@ def signatures(profile, cache=None, *, progress: bool = True) -> "pd.DataFrame":
         sweep.run(progress=progress)
         return [{**row, "teacher": teacher} for row in student_angles(sweep)]
 
-    out = cache.for_each(SIGNATURES, {"toy": SIGNATURE_KEY_VERSION},
+    out = cache.for_each(SIGNATURES, {},
                          {t: asdict(c) for t, c in configs.items()}, compute, progress=progress)
     return pd.DataFrame([row for rows in out.values() for row in rows])
 
@@ -180,7 +177,6 @@ def untrained_signatures(profile, cache=None, seed: int = 0) -> "pd.DataFrame":
 
     spec = ToySettings.from_profile(profile)
     cache = cache or results.Cache(profile.name)
-    rows = cache.cached(SIGNATURES, {"toy": SIGNATURE_KEY_VERSION,
-                                     "untrained": list(spec.student_depths), "seed": seed},
+    rows = cache.cached(SIGNATURES, {"untrained": list(spec.student_depths), "seed": seed},
                         lambda: untrained_angles(spec.student_depths, seed))
     return pd.DataFrame(rows)
