@@ -79,7 +79,7 @@ from layerlab.book import plots
 profile = profiles.setup(seed=0)
 lab = Lab(profile)
 result = predictability.run(lab)  # cached: weight statistics, then the paradox evaluations
-ridge, alpha = result["ridge"], result["alpha"]
+ridge, alpha = result.ridge, result.alpha
 print(f"profile {profile.name}; model {lab.model_name}; operating α (in-sample gate R² nearest "
       f"0.91) = {alpha:.3g}")
 
@@ -123,7 +123,7 @@ predictability.null_table(ridge, "forward", 1e4)
 # R² of each descriptor, predicted from the layer below:
 
 # %%
-result["descriptors"].pivot_table(index="type", columns="descriptor", values="ridge_r2",
+result.descriptors.pivot_table(index="type", columns="descriptor", values="ridge_r2",
                                   sort=False).round(3)
 
 # %% [markdown]
@@ -132,7 +132,7 @@ result["descriptors"].pivot_table(index="type", columns="descriptor", values="ri
 # Gaussian matrices with each layer's mean and std (mean over tensor types):
 
 # %%
-predictability.descriptor_null_table(result["descriptor_nulls"])
+predictability.descriptor_null_table(result.descriptor_nulls)
 
 # %% [markdown]
 # Where the real column does not stand above both nulls, the descriptor R² reflects a shared
@@ -146,14 +146,14 @@ predictability.descriptor_null_table(result["descriptor_nulls"])
 # layer: the mean of the training layers, and Gaussian noise with the real matrix's mean and std.
 
 # %%
-plots.paradox_chart(result["paradox"])
+plots.paradox_chart(result.paradox)
 
 # %% [markdown]
 # Perplexity (log scale) against the number of layers replaced, one line per substitute and set:
 # where the ridge line lies on the mean's, the prediction adds nothing the mean lacks.
 
 # %%
-result["paradox"].pivot_table(index=["k", "layers"], columns=["set", "substitute"],
+result.paradox.pivot_table(index=["k", "layers"], columns=["set", "substitute"],
                               values="log10_ppl").round(2)
 
 # %% [markdown]
@@ -162,7 +162,7 @@ result["paradox"].pivot_table(index=["k", "layers"], columns=["set", "substitute
 # say how close the prediction is to that mean and how far both are from the real layer:
 
 # %%
-result["prediction_vs_mean"].round(3)
+result.prediction_vs_mean.round(3)
 
 # %% [markdown]
 # Read the table above with this: when ‖pred − mean‖ is small against ‖pred − real‖, the
@@ -176,10 +176,10 @@ result["prediction_vs_mean"].round(3)
 # size; beyond it, only confident wrong predictions can):
 
 # %%
-result["outputs"]
+result.outputs
 
 # %%
-print(predictability.k_reading(result["outputs"]))
+print(predictability.k_reading(result.outputs))
 
 # %% [markdown]
 # How to read it: perplexity above the vocabulary size needs confident wrong predictions; a

@@ -87,10 +87,10 @@ print(f"profile {profile.name}; model {lab.model_name}")
 # model's norm weights are all ones).
 
 # %%
-result["summary"]
+result.summary
 
 # %%
-plots.delta_summary_dots(result["summary"])
+plots.delta_summary_dots(result.summary)
 
 # %% [markdown]
 # One dot per tensor type and stack: where the real weights' dot sits on top of the shuffled and
@@ -104,7 +104,7 @@ plots.delta_summary_dots(result["summary"])
 # measuring the absence of cross-layer correlation, not an oscillation.
 
 # %%
-plots.delta_lines(result["per_pair"])
+plots.delta_lines(result.per_pair)
 
 # %% [markdown]
 # Each line follows one tensor type through the layer pairs of the chosen stack; flat lines at
@@ -116,7 +116,7 @@ plots.delta_lines(result["per_pair"])
 # Synthetic stacks with known cross-layer structure, compared with the closed form.
 
 # %%
-deltas.positive_controls(result["per_pair"])
+deltas.positive_controls(result.per_pair)
 
 # %% [markdown]
 # ## Does the basis matter? Permutation-invariant checks

@@ -88,11 +88,11 @@ print(f"profile {profile.name}; model {lab.model_name}; layers {list(cfg.layers)
 # %%
 from layerlab.folded import fold
 
-fold(recovery.display_table(result["table"], cfg),
+fold(recovery.display_table(result.table, cfg),
      "Every run: steps to recover, area under the curve, censoring (click to open)")
 
 # %%
-plots.recovery_curves(result["curves"], float(result["table"]["base_ppl"].iloc[0]))
+plots.recovery_curves(result.curves, float(result.table["base_ppl"].iloc[0]))
 
 # %% [markdown]
 # One line per layer (pick the condition): perplexity on the evaluation set while only the
@@ -103,7 +103,7 @@ plots.recovery_curves(result["curves"], float(result["table"]["base_ppl"].iloc[0
 # At σ = 0.5 their damaged perplexity against base (first seed):
 
 # %%
-print(recovery.anti_layer_summary(result["table"]))
+print(recovery.anti_layer_summary(result.table))
 
 # %% [markdown]
 # ## Does recovery track importance?
@@ -124,7 +124,7 @@ print(recovery.anti_layer_summary(result["table"]))
 # control beside in the table after this one.
 
 # %%
-corr = recovery.correlate(result["table"], imap, cfg, curves=result["curves"],
+corr = recovery.correlate(result.table, imap, cfg, curves=result.curves,
                           no_damage=no_damage)
 corr.round(3)
 

@@ -168,11 +168,11 @@ def test_smoke_delta_and_predictability_chapters():
 
     lab = Lab(profiles.get("smoke"), progress=False)
     d = deltas.run(lab)
-    s = d["summary"]
+    s = d.summary
     assert set(w.MATRIX_TYPES) <= set(s.index)
     # a random-init tiny model: every matrix type sits at the independent-layer value
     assert (s.loc[list(w.MATRIX_TYPES), "real"] - -0.5).abs().max() < 0.05
-    pos = deltas.positive_controls(d["per_pair"])
+    pos = deltas.positive_controls(d.per_pair)
     assert pos.loc["random walk", "measured"] == pytest.approx(0, abs=0.05)
     inv = deltas.invariant(lab)
     assert set(inv["measure"]) == set(deltas.INVARIANT_MEASURES)
@@ -187,15 +187,15 @@ def test_smoke_delta_and_predictability_chapters():
     assert value.verdict == claims.REPRODUCED
     assert value.units["attn_norm"]["verdict"] == claims.NOT_TESTABLE
     p = predictability.run(lab)
-    assert predictability.operating_alpha(p["ridge"]) in predictability.ALPHA_GRID
-    table = predictability.protocol_table(p["ridge"], p["alpha"])
+    assert predictability.operating_alpha(p.ridge) in predictability.ALPHA_GRID
+    table = predictability.protocol_table(p.ridge, p.alpha)
     assert {"in_sample", "forward", "loo", "autoregression"} <= set(table.columns)
-    assert set(p["paradox"]["substitute"]) == set(predictability.PARADOX_KINDS)
+    assert set(p.paradox["substitute"]) == set(predictability.PARADOX_KINDS)
     found = {c.id: c for c in predictability.assess(p, "smoke")}
     assert set(found) == {"P2-C2-ridge-r2", "P2-C2-paradox"}
     assert found["P2-C2-ridge-r2"].verdict == claims.NOT_REPRODUCED  # random init: R² ≈ 0
     assert found["P2-C2-paradox"].verdict == claims.NOT_TESTABLE  # too shallow for k = 9
-    assert {"lo", "hi"} <= set(p["paradox"].columns)
+    assert {"lo", "hi"} <= set(p.paradox.columns)
 
 
 

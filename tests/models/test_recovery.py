@@ -139,7 +139,7 @@ def _steps_result(fast, slow, seeds=(0, 1), fast_seed1=None, layers=(8, 11, 14, 
                          "base_ppl": BASE, "damaged_ppl": run[0][1]})
             curves += [{"condition": "fixed σ", "layer": layer, "seed": seed, "step": s, "ppl": p}
                        for s, p in run]
-    return {"table": pd.DataFrame(rows), "curves": pd.DataFrame(curves)}
+    return recovery.RecoveryResult(table=pd.DataFrame(rows), curves=pd.DataFrame(curves))
 
 
 def _no_damage(layers=(8, 11, 14, 17), seeds=(0, 1), drift: dict[int, float] | None = None):
@@ -183,7 +183,7 @@ def test_steps_claim_fails_partly_and_abstains():
     assert c.verdict == claims.NOT_TESTABLE and "straddles" in c.decided_by
     # a named layer missing, or another noise level: preconditions
     r = _steps_result(0, 200)
-    r["table"] = r["table"][r["table"]["layer"] != 8]
+    r = dataclasses.replace(r, table=r.table[r.table["layer"] != 8])
     assert "common seed" in _steps(r, _no_damage()).decided_by
     c = _steps(_steps_result(0, 200), _no_damage(), dataclasses.replace(CFG, sigma=1.0))
     assert c.verdict == claims.NOT_TESTABLE and "50 % noise" in c.decided_by
@@ -305,10 +305,10 @@ def test_correlate_judges_against_the_no_damage_runs_and_adds_the_control():
 def test_smoke_chapter_runs_and_judges(lab):
     r = recovery.run(lab)
     cfg = recovery.config_for(lab)
-    assert set(r["table"]["condition"]) == {"fixed σ", "equal damage"}
-    assert len(r["table"]) == len(recovery.items(cfg)) == 2 * len(cfg.layers)
+    assert set(r.table["condition"]) == {"fixed σ", "equal damage"}
+    assert len(r.table) == len(recovery.items(cfg)) == 2 * len(cfg.layers)
     from layerlab.anatomy import importance
-    corr = recovery.correlate(r["table"], importance.run(lab)["table"], cfg)
+    corr = recovery.correlate(r.table, importance.run(lab)["table"], cfg)
     found = recovery.assess(r, corr, cfg, "smoke")
     assert [c.id for c in found] == ["P2-C5-recovery-importance"]  # tiny model: no L8/L11
     nd = recovery.run_no_damage(lab)
@@ -318,8 +318,8 @@ def test_smoke_chapter_runs_and_judges(lab):
     shown = recovery.control_table(r, nd, cfg)
     assert len(shown) == len(recovery.no_damage_items(cfg))
     assert shown["no damage: lowest PPL / base"].le(1.0 + 1e-9).all()  # step 0 is base itself
-    judged = recovery.correlate(r["table"], importance.run(lab)["table"], cfg,
-                                curves=r["curves"], no_damage=nd)
+    judged = recovery.correlate(r.table, importance.run(lab)["table"], cfg,
+                                curves=r.curves, no_damage=nd)
     assert recovery.NO_DAMAGE in set(judged["condition"])
     assert set(judged.loc[judged["condition"] != recovery.NO_DAMAGE, "reference"]) == {
         "no-damage run"}

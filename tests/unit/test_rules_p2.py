@@ -4,6 +4,8 @@ producing function per P2 claim id. Chapter 08's and 09's rules are tested besid
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pandas as pd
 import pytest
 
@@ -189,7 +191,7 @@ def _ridge(forward: list[float], type_: str = "gate"):
               "r2": 0.0, "cosine": 0.0},
              {"type": type_, "stack": "real", "protocol": "mean baseline", "alpha": None,
               "r2": 0.0, "cosine": 0.0}]
-    return {"ridge": pd.DataFrame(rows), "alpha": 1e4}
+    return SimpleNamespace(ridge=pd.DataFrame(rows), alpha=1e4)  # the fields assess_ridge reads
 
 
 def test_ridge_claim_decides_on_the_best_forward_r2():
@@ -215,7 +217,7 @@ def _paradox(ridge_k9: float, mean_k9: float, ridge_k1: float = 16.0, ks=(1, 9))
                 deg = k1 if k == 1 else k9
                 rows.append({"set": s, "substitute": sub, "k": k, "deg": deg, "lo": 0.9 * deg,
                              "hi": 1.1 * deg, "ppl": 22.6 * (1 + deg / 100), "base_ppl": 22.6})
-    return {"paradox": pd.DataFrame(rows)}
+    return SimpleNamespace(paradox=pd.DataFrame(rows))  # the field assess_paradox reads
 
 
 def test_paradox_claim_every_branch():

@@ -10,6 +10,7 @@ positive controls with known structure.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -20,7 +21,7 @@ from layerlab.anatomy import weights as w
 from layerlab.anatomy.declarations import DECLARATIONS
 from layerlab.anatomy.lab import Lab
 
-__all__ = ["CHAPTER", "CONSTANT", "IID", "INVARIANT_MEASURES", "PAIR_RESAMPLES", "POSITIVE",
+__all__ = ["CHAPTER", "CONSTANT", "DeltaResult", "IID", "INVARIANT_MEASURES", "PAIR_RESAMPLES", "POSITIVE",
            "STRUCTURED", "aligned_mlp", "assess", "assess_oscillation", "assess_value",
            "invariant", "invariant_products", "measure", "measure_invariant", "oscillation_units",
            "pair_estimate", "positive_controls", "power", "run", "summary", "value_units"]
@@ -66,14 +67,23 @@ def measure(lab: Lab) -> dict[str, Any]:
     return {"rows": rows, "predictions": preds}
 
 
-def run(lab: Lab) -> dict[str, pd.DataFrame]:
+@dataclass(frozen=True)
+class DeltaResult:
+    """Chapter 08's measurement (`run`)."""
+
+    per_pair: pd.DataFrame  # one row per type, stack and layer pair
+    predictions: pd.DataFrame  # one row per type
+    summary: pd.DataFrame  # `summary(per_pair, predictions)`
+
+
+def run(lab: Lab) -> DeltaResult:
     """Chapter 08's measurement, cached under the model and init std: `per_pair` (one row per
     type, stack and layer pair), `predictions` (one row per type) and their `summary`."""
     value = lab.cache.cached("delta_correlation", lab.key(reads_e1=False, init_std=lab.cfg.init_std),
                              lambda: measure(lab))
     per_pair = pd.DataFrame(value["rows"])
     preds = pd.DataFrame(value["predictions"])
-    return {"per_pair": per_pair, "predictions": preds, "summary": summary(per_pair, preds)}
+    return DeltaResult(per_pair=per_pair, predictions=preds, summary=summary(per_pair, preds))
 
 
 # -- the basis question: permuting neurons or heads changes the flat weights, not the function --
@@ -272,10 +282,10 @@ def oscillation_units(per_pair: pd.DataFrame, inv: pd.DataFrame) -> list[claims.
     return units
 
 
-def assess_value(result: dict[str, pd.DataFrame], setting: str) -> claims.Claim:
+def assess_value(result: DeltaResult, setting: str) -> claims.Claim:
     """P2-C3-delta-value ("≈ −0.50 in every component") decided per tensor type on its
     pair-bootstrap interval; `result` is `run`'s output, `setting` the model in words."""
-    s, per_pair = result["summary"], result["per_pair"]
+    s, per_pair = result.summary, result.per_pair
     decl = DECLARATIONS["P2-C3-delta-value"]
     units = value_units(per_pair)
     est = {u.name: u.primary for u in units}
@@ -290,11 +300,11 @@ def assess_value(result: dict[str, pd.DataFrame], setting: str) -> claims.Claim:
                  "max": {t: float(s.loc[t, "real max"]) for t in s.index}})
 
 
-def assess_oscillation(result: dict[str, pd.DataFrame], inv: pd.DataFrame,
+def assess_oscillation(result: DeltaResult, inv: pd.DataFrame,
                        setting: str) -> claims.Claim:
     """P2-C3-oscillation decided on the element-wise units and the permutation-invariant ones
     from `inv` (`invariant`'s table), with the positive controls' means in the record."""
-    s, per_pair = result["summary"], result["per_pair"]
+    s, per_pair = result.summary, result.per_pair
     other = inv[inv["measure"] != "element-wise"]
     decl = DECLARATIONS["P2-C3-oscillation"]
     nulls = [c for c in ("shuffled order", IID, "untrained (random init)") if c in s.columns]
@@ -317,7 +327,7 @@ def assess_oscillation(result: dict[str, pd.DataFrame], inv: pd.DataFrame,
                  "positive controls": {c: float(v) for c, v in pos["measured"].items()}})
 
 
-def assess(result: dict[str, pd.DataFrame], inv: pd.DataFrame, setting: str) -> list[claims.Claim]:
+def assess(result: DeltaResult, inv: pd.DataFrame, setting: str) -> list[claims.Claim]:
     """Chapter 08's two claims: the value (≈ −0.50) and the oscillatory structure it is said
     to reveal."""
     return [assess_value(result, setting), assess_oscillation(result, inv, setting)]

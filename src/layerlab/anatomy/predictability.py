@@ -11,6 +11,7 @@ by their predictions, and by the mean and random controls, and measures perplexi
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -26,7 +27,7 @@ from layerlab.anatomy.importance import bootstrap_weights
 from layerlab.anatomy.lab import Lab
 
 __all__ = ["ALPHA_GRID", "CHAPTER", "DESCRIPTOR_KINDS", "DESCRIPTOR_NULLS", "PAPER_K_MANY",
-           "PAPER_R2", "PARADOX_KINDS", "SPEC_ALPHAS", "assess", "assess_paradox", "assess_ridge",
+           "PAPER_R2", "PARADOX_KINDS", "PredictabilityResult", "SPEC_ALPHAS", "assess", "assess_paradox", "assess_ridge",
            "descriptor_null_table", "diagnose_paradox", "k_reading", "measure_descriptor_nulls",
            "measure_descriptors", "measure_ridge", "nearest_spec_alpha", "null_table",
            "operating_alpha", "output_diagnostics", "paired_interval", "paradox_layers",
@@ -302,7 +303,20 @@ def run_paradox(lab: Lab, alpha: float) -> pd.DataFrame:
     return pd.DataFrame(rows).sort_values("set", kind="stable").reset_index(drop=True)
 
 
-def run(lab: Lab) -> dict[str, Any]:
+@dataclass(frozen=True)
+class PredictabilityResult:
+    """Everything chapter 07 shows (`run`)."""
+
+    ridge: pd.DataFrame  # R² per type, protocol, stack and α (the α grid)
+    descriptors: pd.DataFrame  # each descriptor predicted across depth
+    alpha: float  # the operating α: gate_proj's in-sample R² nearest the paper's
+    descriptor_nulls: pd.DataFrame  # the descriptors' nulls
+    paradox: pd.DataFrame  # perplexity with predicted weights substituted, at `alpha`
+    prediction_vs_mean: pd.DataFrame  # the predictions' distance from the mean, at `alpha`
+    outputs: pd.DataFrame  # the paradox's output diagnostics, at `alpha`
+
+
+def run(lab: Lab) -> PredictabilityResult:
     """Everything chapter 07 shows, each piece cached: the ridge table over the α grid, the
     descriptors and their nulls, the operating α (gate_proj's in-sample R² nearest the paper's), and
     at that α the paradox, its output diagnostics and the predictions' distance from the mean."""
@@ -313,12 +327,13 @@ def run(lab: Lab) -> dict[str, Any]:
     nulls = pd.DataFrame(lab.cache.cached("descriptor_nulls", lab.key(reads_e1=False),
                                           lambda: measure_descriptor_nulls(lab)))
     alpha = operating_alpha(ridge)
-    return {"ridge": ridge, "descriptors": desc, "alpha": alpha, "descriptor_nulls": nulls,
-            "paradox": run_paradox(lab, alpha),
-            "prediction_vs_mean": pd.DataFrame(lab.cache.cached(
-                "prediction_vs_mean", lab.key(reads_e1=False, alpha=alpha),
-                lambda: prediction_vs_mean(lab, alpha).to_dict(orient="list"))),
-            "outputs": diagnose_paradox(lab, alpha)}
+    return PredictabilityResult(
+        ridge=ridge, descriptors=desc, alpha=alpha, descriptor_nulls=nulls,
+        paradox=run_paradox(lab, alpha),
+        prediction_vs_mean=pd.DataFrame(lab.cache.cached(
+            "prediction_vs_mean", lab.key(reads_e1=False, alpha=alpha),
+            lambda: prediction_vs_mean(lab, alpha).to_dict(orient="list"))),
+        outputs=diagnose_paradox(lab, alpha))
 
 
 def protocol_table(ridge: pd.DataFrame, alpha: float) -> pd.DataFrame:
@@ -368,11 +383,11 @@ def ridge_units(ridge: pd.DataFrame, type_: str = "gate") -> list[claims.Unit]:
     return [claims.Unit(name=f"{type_}_proj", primary=claims.Estimate.exact(best))]
 
 
-def assess_ridge(result: dict[str, Any], setting: str) -> claims.Claim:
+def assess_ridge(result: PredictabilityResult, setting: str) -> claims.Claim:
     """P2-C2-ridge-r2 (the paper's R²) decided on the forward split at its best α; the wording adds
     leave-one-out, the in-sample R² at the operating α (chosen to match, so no evidence) and the
     nulls."""
-    ridge, alpha = result["ridge"], result["alpha"]
+    ridge, alpha = result.ridge, result.alpha
     real = ridge[(ridge["stack"] == "real") & (ridge["type"] == "gate")]
     fwd, loo, ins = (real_r2(ridge, p, alpha) for p in ("forward", "loo", "in_sample"))
     forward = real[real["protocol"] == "forward"]
@@ -435,10 +450,10 @@ def paradox_units(paradox: pd.DataFrame) -> list[claims.Unit]:
     return units
 
 
-def assess_paradox(result: dict[str, Any], setting: str) -> claims.Claim:
+def assess_paradox(result: PredictabilityResult, setting: str) -> claims.Claim:
     """P2-C2-paradox (nine predicted layers push PPL above 10^5) decided on `paradox_units`;
     the wording gives each set and k's perplexity beside the unedited one and the mean's."""
-    p = result["paradox"]
+    p = result.paradox
     pr = p[p["substitute"] == "ridge prediction"].set_index(["set", "k"])
     mean = p[p["substitute"] == "mean of training layers"].set_index(["set", "k"])
     decl = DECLARATIONS["P2-C2-paradox"]
@@ -456,6 +471,6 @@ def assess_paradox(result: dict[str, Any], setting: str) -> claims.Claim:
         setting=setting, numbers=numbers)
 
 
-def assess(result: dict[str, Any], setting: str) -> list[claims.Claim]:
+def assess(result: PredictabilityResult, setting: str) -> list[claims.Claim]:
     """Chapter 07's two claims from `run`'s result: the ridge R² and the paradox."""
     return [assess_ridge(result, setting), assess_paradox(result, setting)]

@@ -95,7 +95,7 @@ Undefined in the paper. **Choice:** max |deg| / min |deg| over layers 1 … {edg
 its bootstrap spread beside two well-posed summaries. **Values:** {ranges}.""")
 
     pred = predictability.run(lab)
-    ridge, alpha = pred["ridge"], pred["alpha"]
+    ridge, alpha = pred.ridge, pred.alpha
 
     def r2(protocol: str) -> float:
         return predictability.real_r2(ridge, protocol, alpha)
@@ -110,7 +110,7 @@ persistence, shuffled, i.i.d. and untrained nulls. **Movement:** gate_proj R² i
 {r2('loo'):.3f},
 autoregression {r2('autoregression'):.3f}.""")
 
-    d = deltas.run(lab)["summary"]
+    d = deltas.run(lab).summary
     mats = [x for x in d.index if x in ("q", "k", "v", "o", "gate", "up", "down")]
     norms = [x for x in d.index if x not in mats]
     out.append(f"""## P2 — which components enter the "−0.50"
@@ -145,7 +145,7 @@ mixing variant, and α from 0.5 to 1.1 on S, on all layers and on L{peak} alone;
 strategy at scaling's relative weight change and at equal single-layer damage, and the curve of
 editing the k least important layers. **Movement:** {size_line}.""")
 
-    rec = recovery.run(lab)["table"]
+    rec = recovery.run(lab).table
     cfg = recovery.config_for(lab)
     fixed = rec[rec["condition"] == "fixed σ"]
     taus = [f"steps τ={t:g}" for t in cfg.taus]

@@ -30,6 +30,7 @@ from layerlab.anatomy.recovery.display import (
 from layerlab.anatomy.recovery.experiment import (
     CONDITIONS,
     NO_DAMAGE,
+    RecoveryResult,
     config_for,
     items,
     no_damage_items,
@@ -69,7 +70,7 @@ __all__ = [
     # train
     "RecoveryConfig", "training_windows", "evaluator", "recover", "summarise", "calibrate_sigma",
     # experiment
-    "CONDITIONS", "NO_DAMAGE", "config_for", "items", "no_damage_items", "run", "run_no_damage",
+    "CONDITIONS", "NO_DAMAGE", "RecoveryResult", "config_for", "items", "no_damage_items", "run", "run_no_damage",
     # stats
     "DAMAGE_TOLERANCE", "censored", "censored_rank_value", "spearman_ci", "steps_interval", "area",
     "correlate",

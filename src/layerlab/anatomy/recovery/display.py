@@ -9,6 +9,7 @@ from __future__ import annotations
 import pandas as pd
 
 from layerlab import paper
+from layerlab.anatomy.recovery.experiment import RecoveryResult
 from layerlab.anatomy.recovery.stats import (
     _curve,
     _first_seed,
@@ -21,12 +22,12 @@ from layerlab.settings import RecoveryConfig
 __all__ = ["control_table", "anti_layer_noise", "anti_layer_summary", "display_table", "describe"]
 
 
-def control_table(result: dict[str, pd.DataFrame], no_damage: pd.DataFrame,
+def control_table(result: RecoveryResult, no_damage: pd.DataFrame,
                   cfg: RecoveryConfig) -> pd.DataFrame:
     """Each controlled fixed-σ run beside its no-damage run: what the same fine-tuning does to
     the undamaged layer (perplexity at the step limit over base) and the damaged run's steps to
     recover against base and against the no-damage run (`steps_interval`)."""
-    t = result["table"]
+    t = result.table
     fixed = t[t["condition"] == "fixed σ"]
     rows = []
     for layer, seed in sorted(set(zip(no_damage["layer"], no_damage["seed"]))):
@@ -35,7 +36,7 @@ def control_table(result: dict[str, pd.DataFrame], no_damage: pd.DataFrame,
             continue
         base = float(r["base_ppl"].iloc[0])
         own = _curve(no_damage, int(layer), int(seed))
-        damaged = _curve(result["curves"], int(layer), int(seed), "fixed σ")
+        damaged = _curve(result.curves, int(layer), int(seed), "fixed σ")
         ref = _reference(no_damage, int(layer), int(seed), [s for s, _ in damaged])
         rows.append({
             "layer": int(layer), "seed": int(seed),

@@ -6,6 +6,7 @@ layer, records `no-damage-…`), `run` and `run_no_damage` (their tables and cur
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -15,7 +16,8 @@ from layerlab.anatomy.lab import Lab
 from layerlab.anatomy.recovery.train import calibrate_sigma, recover, training_windows
 from layerlab.settings import RecoveryConfig
 
-__all__ = ["CONDITIONS", "NO_DAMAGE", "config_for", "items", "no_damage_items", "run_no_damage",
+__all__ = ["CONDITIONS", "NO_DAMAGE", "RecoveryResult", "config_for", "items", "no_damage_items",
+           "run_no_damage",
            "run"]
 
 CONDITIONS = ("fixed σ", "equal damage")
@@ -87,7 +89,15 @@ def run_no_damage(lab: Lab) -> pd.DataFrame:
                          for name, item in todo.items() for c in stored[name]["curve"]])
 
 
-def run(lab: Lab) -> dict[str, pd.DataFrame]:
+@dataclass(frozen=True)
+class RecoveryResult:
+    """Chapter 09's runs (`run`)."""
+
+    table: pd.DataFrame  # one row per condition, layer and seed: σ, perplexities, steps, area
+    curves: pd.DataFrame  # the evaluation perplexity of every run at every evaluated step
+
+
+def run(lab: Lab) -> RecoveryResult:
     """Both conditions (fixed σ, equal damage) for every configured layer, cached per run: an
     interrupted sweep resumes at the first run it had not finished."""
     cfg = config_for(lab)
@@ -105,4 +115,4 @@ def run(lab: Lab) -> dict[str, pd.DataFrame]:
                     **c} for c in r["curve"]]
     table = pd.DataFrame(rows).sort_values(["condition", "layer", "seed"], ascending=[False, True, True],
                                            ignore_index=True)
-    return {"table": table, "curves": pd.DataFrame(curves)}
+    return RecoveryResult(table=table, curves=pd.DataFrame(curves))

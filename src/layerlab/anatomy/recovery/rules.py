@@ -16,7 +16,7 @@ import pandas as pd
 from layerlab import claims, paper
 from layerlab.anatomy.declarations import DECLARATIONS
 from layerlab.anatomy.recovery.display import _fmt_steps, anti_layer_noise
-from layerlab.anatomy.recovery.experiment import CONDITIONS, NO_DAMAGE
+from layerlab.anatomy.recovery.experiment import CONDITIONS, NO_DAMAGE, RecoveryResult
 from layerlab.anatomy.recovery.stats import (
     _curve,
     _reference,
@@ -33,7 +33,7 @@ STEPS_ID, IMPORTANCE_ID = "P2-C5-recovery-steps", "P2-C5-recovery-importance"
 PAPER_SIGMA = 0.5  # the summary's "50 % noise" (research/paper2.md §8.1)
 
 
-def steps_unit(result: dict[str, pd.DataFrame], cfg: RecoveryConfig,
+def steps_unit(result: RecoveryResult, cfg: RecoveryConfig,
                no_damage: pd.DataFrame | None = None) -> tuple[claims.Unit, dict[str, Any]]:
     """P2-C5-recovery-steps' evidence at fixed σ: per seed, the steps to recover of the earlier
     of the paper's slow layers minus those of the later of its fast layers (the primary), and
@@ -42,7 +42,7 @@ def steps_unit(result: dict[str, pd.DataFrame], cfg: RecoveryConfig,
     `no_damage` holds every one of them (their own contrast against base is then the control),
     against base otherwise (control not measured)."""
     decl = DECLARATIONS[STEPS_ID]
-    t = result["table"]
+    t = result.table
     fixed = t[t["condition"] == "fixed σ"]
     tau = f"steps τ={min(cfg.taus):g}"
     slow, fast = paper.P2_SLOW_RECOVERY.value, paper.P2_FAST_RECOVERY.value
@@ -61,7 +61,7 @@ def steps_unit(result: dict[str, pd.DataFrame], cfg: RecoveryConfig,
     if problems:
         return claims.Unit(name=name, primary=None, precondition="; ".join(problems)), info
     runs = [(l, s) for l in (*slow, *fast) for s in seeds]
-    curves = result.get("curves")
+    curves = result.curves
     damaged: dict[tuple[int, int], list[tuple[int, float]]] = {}
     refs: dict[tuple[int, int], dict[int, float] | None] = {}
     if no_damage is not None and curves is not None:
@@ -116,13 +116,13 @@ def steps_unit(result: dict[str, pd.DataFrame], cfg: RecoveryConfig,
     return unit, info
 
 
-def assess_steps(result: dict[str, pd.DataFrame], cfg: RecoveryConfig, setting: str,
+def assess_steps(result: RecoveryResult, cfg: RecoveryConfig, setting: str,
                  no_damage: pd.DataFrame | None = None) -> claims.Claim:
     """P2-C5's recovery-speed claim (anti-layers recover at once, the core slowly), decided from
     the fixed-σ runs against the no-damage runs when given (else the unedited model)."""
     decl = DECLARATIONS[STEPS_ID]
     unit, info = steps_unit(result, cfg, no_damage)
-    ratio = anti_layer_noise(result["table"])
+    ratio = anti_layer_noise(result.table)
     text = info.get("text", {})
     ours = ("; ".join(f"L{l}: {text.get(f'L{l}', 'not run')}" for l in (8, 11, 14, 17))
             + f" steps (one entry per seed, recovered against {info['reference']})")
@@ -194,12 +194,12 @@ def assess_importance(corr: pd.DataFrame, cfg: RecoveryConfig, setting: str) -> 
                  "reference": str(reference)})
 
 
-def assess(result: dict[str, pd.DataFrame], corr: pd.DataFrame, cfg: RecoveryConfig,
+def assess(result: RecoveryResult, corr: pd.DataFrame, cfg: RecoveryConfig,
            setting: str, no_damage: pd.DataFrame | None = None) -> list[claims.Claim]:
     """Both C5 claims; the steps claim only when the paper's named layers were run. `no_damage`
     (the control's curves; see `correlate`, which must get the same runs for the importance
     claim) is optional: without it both controls are not measured."""
-    layers = set(result["table"]["layer"])
+    layers = set(result.table["layer"])
     named = {*paper.P2_SLOW_RECOVERY.value, *paper.P2_FAST_RECOVERY.value}
     found = [assess_steps(result, cfg, setting, no_damage)] if named <= layers else []
     return found + [assess_importance(corr, cfg, setting)]
