@@ -158,7 +158,7 @@ def test_conversion_is_atomic_and_reused(monkeypatch, tmp_path, tiny_models):
     gguf = tmp_path / "fake.gguf"
     gguf.write_bytes(b"")
     opened = []
-    monkeypatch.setattr(models, "gguf_path", lambda name: opened.append(name) or gguf)
+    monkeypatch.setattr(models.wheel, "gguf_path", lambda name: opened.append(name) or gguf)
     monkeypatch.setattr(AutoTokenizer, "from_pretrained", lambda *a, **k: lm.tokenizer)
     monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", lambda *a, **k: lm.model)
     real_save = type(lm.tokenizer).save_pretrained

@@ -59,7 +59,7 @@ def test_cached_copy_is_reused_without_the_gguf(real_model, monkeypatch):
     def no_gguf(name):
         raise AssertionError("the cached conversion should have been used")
 
-    monkeypatch.setattr(models, "gguf_path", no_gguf)
+    monkeypatch.setattr(models.wheel, "gguf_path", no_gguf)
     again = models.load(real_model.name)
     ids = real_model.tokenizer("Same weights, same logits.", return_tensors="pt").input_ids
     assert (again.model(ids).logits == real_model.model(ids).logits).all()
