@@ -83,7 +83,7 @@ from layerlab.book import beside, plots
 profile = profiles.setup(seed=0)
 runs = growth.run(profile)  # cached arm by arm; an interrupted arm resumes from its checkpoint
 tuned = growth.tuned(profile)  # the paper's regime: search, lr grid, verdict seeds (cached)
-cv = growth.curves({**runs, **tuned["runs"]})
+cv = growth.curves({**runs, **tuned.runs})
 cfg = growth.config_for(profile, "natural", 0)
 print(f"profile {profile.name}; {cfg.layers} layers of {growth.layer_params(cfg):,} parameters, "
       f"tokenizer {cfg.tokenizer}; seeds {growth.seeds(cv)}")
@@ -106,7 +106,7 @@ growth.program_table(cfg)
 # stands in for the paper's per token, which is unknown):
 
 # %%
-tuned["search"]
+tuned.search
 
 # %% [markdown]
 # On that set, every arm runs each learning rate of a small grid with the search seed; the lowest
@@ -114,7 +114,7 @@ tuned["search"]
 # seeds are different from the search seed, so the choice is not scored on the run that made it.
 
 # %%
-tuned["grid"].pivot(index="arm", columns="lr", values="final val loss").round(3)
+tuned.grid.pivot(index="arm", columns="lr", values="final val loss").round(3)
 
 # %% [markdown]
 # ## Loss against budget
@@ -146,8 +146,8 @@ growth.comparison(cv).round(3)
 # %%
 setting = (f"profile {profile.name}: {cfg.layers}-layer Llama-style model, d = {cfg.width}, "
            f"{cfg.tokenizer} tokenizer, {cfg.batch_size} × {cfg.seq_len} tokens a step; judged in "
-           f"the paper's regime: a memorised set of {tuned['size']:,} tokens, lr per arm "
-           f"{', '.join(f'{a} {v:g}' for a, v in tuned['lrs'].items())}, seeds {sorted({int(k.split('-s')[1].split('-')[0]) for k in tuned['runs']})}")
+           f"the paper's regime: a memorised set of {tuned.size:,} tokens, lr per arm "
+           f"{', '.join(f'{a} {v:g}' for a, v in tuned.lrs.items())}, seeds {sorted({int(k.split('-s')[1].split('-')[0]) for k in tuned.runs})}")
 claims.record(growth.assess(cv, setting), profile.name)
 
 # %% [markdown]
@@ -184,7 +184,7 @@ beside.growth(profile, cv)
 #   map of a briefly trained 12-layer model (option b) is not run here.
 
 # %%
-print(growth.vocab_cost(cfg, tuned["all_runs"]))
+print(growth.vocab_cost(cfg, tuned.all_runs))
 
 # %% [markdown]
 # ## Provenance

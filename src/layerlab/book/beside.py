@@ -279,11 +279,11 @@ def growth(own: Profile, own_cv: pd.DataFrame, other: Profile | None = None) -> 
     except LookupError as err:
         b.status, b.missing = "partial", str(err).split(" is not in ")[0]
         return b
-    cv = growth_mod.curves({**runs, **tuned["runs"]})
+    cv = growth_mod.curves({**runs, **tuned.runs})
     b.table = growth_summary(own_cv, f"{own.name} final val loss").merge(
         growth_summary(cv, f"{other.name} final val loss"), on=["regime", "arm"], how="outer")
     b.status, b.units = "complete", "runs"
-    b.total = b.done = len(tuned["all_runs"]) + len(runs)
+    b.total = b.done = len(tuned.all_runs) + len(runs)
     cfg = growth_mod.config_for(other, "natural", 0)
     setting = _setting(b, f"{cfg.layers}-layer Llama-style model, d = {cfg.width}, tokenizer "
                           f"{cfg.tokenizer}, seeds {growth_mod.seeds(cv)}")

@@ -168,8 +168,8 @@ variant is implemented but not run in this profile.""")
 
     runs = growth.run(profile, progress=False)
     tuned = growth.tuned(profile, progress=False)
-    found = tuned["search"].set_index("set size (tokens)")["uniform final val loss"]
-    comp = growth.comparison(growth.curves({**runs, **tuned["runs"]})).set_index(["regime", "arm"])
+    found = tuned.search.set_index("set size (tokens)")["uniform final val loss"]
+    comp = growth.comparison(growth.curves({**runs, **tuned.runs})).set_index(["regime", "arm"])
     lines = "; ".join(
         f"{regime}: GTT spent {comp.loc[(regime, 'gtt'), 'layer_steps share']:.0%} of uniform's "
         f"layer-steps, {comp.loc[(regime, 'gtt'), 'step share']:.0%} of its steps and "
@@ -182,8 +182,8 @@ Data, tokenizer, widths, learning rate, phase lengths and the budget definition 
 proportionally, "budget" = layer-steps, "cost reduction" = 1 − FLOP share; two data regimes.
 **Alternatives run:** uniform training at full and at equal budget, G_stack, and random
 schedules; the paper's regime found by a search over memorised-set sizes (uniform's final loss
-""" + ", ".join(f"{n:,} tokens {v:.3f}" for n, v in found.items()) + f"""; kept: {tuned['size']:,})
-with a learning rate per arm from a grid (""" + ", ".join(f"{a} {v:g}" for a, v in tuned["lrs"].items()) + f"""). **Movement:** {lines}.""")
+""" + ", ".join(f"{n:,} tokens {v:.3f}" for n, v in found.items()) + f"""; kept: {tuned.size:,})
+with a learning rate per arm from a grid (""" + ", ".join(f"{a} {v:g}" for a, v in tuned.lrs.items()) + f"""). **Movement:** {lines}.""")
     return out
 
 

@@ -364,7 +364,7 @@ def _growth(profile: str) -> Finding | None:
 
     p = profiles.get(profile)  # shrunk under LAYERLAB_DRY, as the chapters see it
     runs, tuned = growth.run(p, progress=False), growth.tuned(p, progress=False)
-    c = growth.comparison(growth.curves({**runs, **tuned["runs"]}))
+    c = growth.comparison(growth.curves({**runs, **tuned.runs}))
     c = c[c["arm"].isin(["uniform", "gtt", "G_stack", "random schedule"])]
     if c.empty:
         return None

@@ -104,7 +104,7 @@ def part_growth(profile) -> dict[str, Any]:
 
     runs = growth.run(profile, progress=True)
     tuned = growth.tuned(profile, progress=True)
-    return {"runs": len(runs), "tuned_runs": len(tuned["runs"]), "finished": True}
+    return {"runs": len(runs), "tuned_runs": len(tuned.runs), "finished": True}
 
 
 PART_FUNCTIONS = {"toy": part_toy, "family": part_family, "growth": part_growth}

@@ -50,6 +50,7 @@ from layerlab.anatomy.growth.display import (
 from layerlab.anatomy.growth.experiment import (
     ARMS,
     TUNED,
+    TunedResult,
     best_lrs,
     chosen_size,
     config_for,
@@ -99,7 +100,7 @@ __all__ = [
     # train
     "data", "folder", "train_arm", "final_weights",
     # experiment
-    "config_for", "run", "ARMS", "TUNED", "search", "chosen_size", "lr_grid", "best_lrs", "tuned",
+    "config_for", "run", "ARMS", "TUNED", "search", "chosen_size", "lr_grid", "best_lrs", "tuned", "TunedResult",
     # display
     "MEASURES", "PAPER", "curves", "bands", "finals", "comparison", "program_table", "vocab_cost",
     "seeds", "describe",

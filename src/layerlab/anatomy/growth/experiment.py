@@ -6,6 +6,7 @@ memorised-set size whose uniform loss is nearest the paper's) and a learning rat
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from layerlab import results
@@ -119,7 +120,19 @@ def best_lrs(grid: "pd.DataFrame") -> dict[str, float]:
     return {r["arm"]: float(r["lr"]) for _, r in grid[grid["best"]].iterrows()}
 
 
-def tuned(profile, *, progress: bool = True) -> dict[str, Any]:
+@dataclass(frozen=True)
+class TunedResult:
+    """The paper regime's pipeline (`tuned`)."""
+
+    search: pd.DataFrame  # uniform's final val loss per memorised-set size
+    size: int  # the set size kept
+    grid: pd.DataFrame  # every arm's final val loss at every learning rate of the grid
+    lrs: dict[str, float]  # each arm's learning rate, picked from the grid
+    runs: dict[str, dict[str, Any]]  # the verdict's runs, named like `run`'s (`paper regime`)
+    all_runs: dict[str, dict[str, Any]]  # every run of the pipeline: search, grid and verdict
+
+
+def tuned(profile, *, progress: bool = True) -> TunedResult:
     """The whole paper-regime pipeline: search, lr grid, then every arm at its lr for the
     verdict's seeds; runs named like `run`'s (regime `paper regime`) so the analysis is shared."""
     t = GrowthSettings.from_profile(profile).tuning
@@ -139,5 +152,4 @@ def tuned(profile, *, progress: bool = True) -> dict[str, Any]:
              **_run_items(profile, "growth_tuning",
                           dict(_item(size, lr, t.search_seed, arm) for arm in ARMS for lr in t.lrs),
                           progress), **runs}
-    return {"search": found, "size": size, "grid": grid, "lrs": lrs, "runs": named,
-            "all_runs": every}
+    return TunedResult(search=found, size=size, grid=grid, lrs=lrs, runs=named, all_runs=every)
