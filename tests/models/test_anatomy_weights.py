@@ -168,6 +168,10 @@ def test_smoke_delta_and_predictability_chapters():
 
     lab = Lab(profiles.get("smoke"), progress=False)
     d = deltas.run(lab)
+    import pandas as pd
+
+    # a profile gets its shared Lab: the same records
+    pd.testing.assert_frame_equal(deltas.run(lab.profile).summary, d.summary)
     s = d.summary
     assert set(w.MATRIX_TYPES) <= set(s.index)
     # a random-init tiny model: every matrix type sits at the independent-layer value

@@ -19,7 +19,7 @@ import pandas as pd
 from layerlab import claims
 from layerlab.anatomy import weights as w
 from layerlab.anatomy.declarations import DECLARATIONS
-from layerlab.anatomy.lab import Lab
+from layerlab.anatomy.lab import Lab, ProfileOrLab
 
 __all__ = ["CHAPTER", "CONSTANT", "DeltaResult", "IID", "INVARIANT_MEASURES", "PAIR_RESAMPLES", "POSITIVE",
            "STRUCTURED", "aligned_mlp", "assess", "assess_oscillation", "assess_value",
@@ -67,7 +67,7 @@ def measure(lab: Lab) -> dict[str, Any]:
     return {"rows": rows, "predictions": preds}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # tables: compared field by field, not with ==
 class DeltaResult:
     """Chapter 08's measurement (`run`)."""
 
@@ -76,9 +76,10 @@ class DeltaResult:
     summary: pd.DataFrame  # `summary(per_pair, predictions)`
 
 
-def run(lab: Lab) -> DeltaResult:
+def run(lab: ProfileOrLab) -> DeltaResult:
     """Chapter 08's measurement, cached under the model and init std: `per_pair` (one row per
     type, stack and layer pair), `predictions` (one row per type) and their `summary`."""
+    lab = Lab.of(lab)
     value = lab.cache.cached("delta_correlation", lab.key(reads_e1=False, init_std=lab.cfg.init_std),
                              lambda: measure(lab))
     per_pair = pd.DataFrame(value["rows"])

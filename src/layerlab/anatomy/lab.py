@@ -12,7 +12,7 @@ from layerlab.anatomy.evaluator import Evaluator, Scores
 from layerlab.profiles import Profile
 from layerlab.settings import AnatomySettings
 
-__all__ = ["config_for", "Lab"]
+__all__ = ["config_for", "Lab", "ProfileOrLab"]
 
 
 def config_for(profile: Profile) -> AnatomySettings:
@@ -21,7 +21,25 @@ def config_for(profile: Profile) -> AnatomySettings:
 
 
 class Lab:
-    """Loads the model and builds evaluators only when a result is missing from the cache."""
+    """Loads the model and builds evaluators only when a result is missing from the cache.
+
+    Every P2 experiment's `run` takes a profile or a Lab (`ProfileOrLab`, through `Lab.of`): a
+    profile gets that profile's shared Lab, so the chapters that read one model load it once."""
+
+    _shared: dict[int, tuple[Profile, Lab]] = {}
+
+    @classmethod
+    def of(cls, source: ProfileOrLab) -> Lab:
+        """`source` itself if it is a Lab, else the one Lab this process keeps for that profile
+        object (the profile is kept with it, so its id is never reused)."""
+        if isinstance(source, Lab):
+            return source
+        if not isinstance(source, Profile):
+            raise TypeError(f"expected a Profile or a Lab, got {type(source).__name__}")
+        held = cls._shared.get(id(source))
+        if held is None or held[0] is not source:
+            held = cls._shared[id(source)] = (source, cls(source))
+        return held[1]
 
     def __init__(self, profile: Profile, *, progress: bool = True) -> None:
         self.profile = profile
@@ -103,3 +121,6 @@ class Lab:
         return [self.cache.cached("anatomy_sets", self.key(reads_e1=name == "E1", set=name),
                                   lambda name=name: self.evalset(name).describe())
                 for name in ("E0", "E1")]
+
+
+ProfileOrLab = Profile | Lab  # what every P2 experiment's `run` takes

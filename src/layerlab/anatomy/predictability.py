@@ -24,7 +24,7 @@ from layerlab.anatomy import weights as w
 from layerlab.anatomy.declarations import DECLARATIONS
 from layerlab.anatomy.evaluator import Scores
 from layerlab.anatomy.importance import bootstrap_weights
-from layerlab.anatomy.lab import Lab
+from layerlab.anatomy.lab import Lab, ProfileOrLab
 
 __all__ = ["ALPHA_GRID", "CHAPTER", "DESCRIPTOR_KINDS", "DESCRIPTOR_NULLS", "PAPER_K_MANY",
            "PAPER_R2", "PARADOX_KINDS", "PredictabilityResult", "SPEC_ALPHAS", "assess", "assess_paradox", "assess_ridge",
@@ -303,7 +303,7 @@ def run_paradox(lab: Lab, alpha: float) -> pd.DataFrame:
     return pd.DataFrame(rows).sort_values("set", kind="stable").reset_index(drop=True)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # tables: compared field by field, not with ==
 class PredictabilityResult:
     """Everything chapter 07 shows (`run`)."""
 
@@ -316,10 +316,11 @@ class PredictabilityResult:
     outputs: pd.DataFrame  # the paradox's output diagnostics, at `alpha`
 
 
-def run(lab: Lab) -> PredictabilityResult:
+def run(lab: ProfileOrLab) -> PredictabilityResult:
     """Everything chapter 07 shows, each piece cached: the ridge table over the α grid, the
     descriptors and their nulls, the operating α (gate_proj's in-sample R² nearest the paper's), and
     at that α the paradox, its output diagnostics and the predictions' distance from the mean."""
+    lab = Lab.of(lab)
     key = lab.key(reads_e1=False, init_std=lab.cfg.init_std, alphas=list(ALPHA_GRID))
     ridge = pd.DataFrame(lab.cache.cached("ridge_predictability", key, lambda: measure_ridge(lab)))
     desc = pd.DataFrame(lab.cache.cached("descriptor_predictability", lab.key(reads_e1=False),

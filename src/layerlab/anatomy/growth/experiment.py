@@ -120,7 +120,7 @@ def best_lrs(grid: "pd.DataFrame") -> dict[str, float]:
     return {r["arm"]: float(r["lr"]) for _, r in grid[grid["best"]].iterrows()}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # tables: compared field by field, not with ==
 class TunedResult:
     """The paper regime's pipeline (`tuned`)."""
 

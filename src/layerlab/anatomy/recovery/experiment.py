@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 import torch
 
-from layerlab.anatomy.lab import Lab
+from layerlab.anatomy.lab import Lab, ProfileOrLab
 from layerlab.anatomy.recovery.train import calibrate_sigma, recover, training_windows
 from layerlab.settings import RecoveryConfig
 
@@ -79,17 +79,18 @@ def _stored(lab: Lab, todo: dict[str, dict[str, Any]]) -> dict[str, dict[str, An
                               progress=lab.progress)
 
 
-def run_no_damage(lab: Lab) -> pd.DataFrame:
+def run_no_damage(lab: ProfileOrLab) -> pd.DataFrame:
     """The no-damage control (VERDICTS.md: "recovered" is judged against it): each fixed-σ run's
     layer fine-tuned on the same batches with no noise, to the step limit. Cached per run beside
     the damaged runs (same key, items `no-damage-…`). Its curves: layer, seed, step, ppl."""
+    lab = Lab.of(lab)
     todo = no_damage_items(config_for(lab))
     stored = _stored(lab, todo)
     return pd.DataFrame([{"layer": item["layer"], "seed": item["seed"], **c}
                          for name, item in todo.items() for c in stored[name]["curve"]])
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # tables: compared field by field, not with ==
 class RecoveryResult:
     """Chapter 09's runs (`run`)."""
 
@@ -97,9 +98,10 @@ class RecoveryResult:
     curves: pd.DataFrame  # the evaluation perplexity of every run at every evaluated step
 
 
-def run(lab: Lab) -> RecoveryResult:
+def run(lab: ProfileOrLab) -> RecoveryResult:
     """Both conditions (fixed σ, equal damage) for every configured layer, cached per run: an
     interrupted sweep resumes at the first run it had not finished."""
+    lab = Lab.of(lab)
     cfg = config_for(lab)
     todo = items(cfg)
     stored = _stored(lab, todo)
