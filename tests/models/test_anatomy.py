@@ -256,7 +256,7 @@ def test_untrained_twin_map_is_the_layer_claims_control(smoke_lab, monkeypatch):
     assert not twin[["deg", "lo", "hi"]].equals(res["table"][["deg", "lo", "hi"]].iloc[:len(twin)])
     # cached like the map: a fresh lab computes nothing
     again = Lab(profiles.get("smoke"), progress=False)
-    monkeypatch.setattr(importance.models, "untrained_twin",
+    monkeypatch.setattr(importance.experiment.models, "untrained_twin",
                         lambda *a, **k: pytest.fail("recomputed the untrained map"))
     pd.testing.assert_frame_equal(importance.untrained_map(again), twin)
 

@@ -78,15 +78,15 @@ def test_margins_say_which_claims_the_stand_in_resolves():
 
 def test_a_claim_the_stand_in_cannot_resolve_is_not_testable():
     from layerlab import claims
-    from layerlab.anatomy import importance
+    from layerlab.anatomy.importance import rules
 
     unit = claims.Unit(name="E0", primary=claims.Estimate(3.0, 2.9, 3.1))
     margins = pd.DataFrame([{"claim": "P2-C1-range", "statistic": "s", "movement": 2.0,
                              "distance to the band's edge": 1.0, "resolved": False}]
                            ).set_index("claim")
-    found = importance._decided("P2-C1-range", [unit], ours="", setting="t", stand_in=margins)
+    found = rules._decided("P2-C1-range", [unit], ours="", setting="t", stand_in=margins)
     assert found.verdict == claims.NOT_TESTABLE and "stand-in precision" in found.decided_by
     resolved = margins.assign(resolved=True)
-    kept = importance._decided("P2-C1-range", [unit], ours="", setting="t", stand_in=resolved)
-    assert kept.decided_by == importance._decided("P2-C1-range", [unit], ours="",
-                                                  setting="t").decided_by
+    kept = rules._decided("P2-C1-range", [unit], ours="", setting="t", stand_in=resolved)
+    assert kept.decided_by == rules._decided("P2-C1-range", [unit], ours="",
+                                             setting="t").decided_by

@@ -1,0 +1,109 @@
+"""Chapter 05's cached runs, each item stored as it finishes (a rerun after an interruption
+resumes): the map (`run_map`, records `importance_map`), the removal-based metrics on E1
+(`similarity`), the untrained twin's map, the layer claims' negative control (`untrained_map`),
+and `run`, everything the chapter shows in one call (read again, cached, by chapters 06, 09 and
+11).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from layerlab import models
+from layerlab.anatomy.evaluator import Evaluator, Scores
+from layerlab.anatomy.importance.measurement import (
+    anchors,
+    degradation_table,
+    layer_similarity,
+    method_edit,
+    range_statistic,
+    with_classes,
+)
+from layerlab.anatomy.lab import Lab
+
+__all__ = ["run_map", "similarity", "run", "UNTRAINED_METHODS", "untrained_map"]
+
+
+def run_map(lab: Lab, *, force: bool = False) -> dict[tuple[str, str, int], Scores]:
+    """Scores of every (set, method, layer) the profile asks for; each cached as it finishes."""
+    plan = {f"{s}-{m}-L{l:02d}": {"set": s, "method": m, "layer": l}
+            for s, methods in lab.cfg.map_methods.items() for m in methods
+            for l in range(lab.n_layers)}
+
+    def compute(_name: str, item: dict[str, Any]) -> dict[str, Any]:
+        ev = lab.evaluator(item["set"])
+        return ev.evaluate(method_edit(item["method"], item["layer"])).to_dict()
+
+    stored = lab.cache.for_each("importance_map", lab.key(), plan, compute, force=force,
+                                progress=lab.progress)
+    return {(plan[k]["set"], plan[k]["method"], plan[k]["layer"]): Scores.from_dict(v)
+            for k, v in stored.items()}
+
+
+def similarity(lab: Lab) -> pd.DataFrame:
+    """`layer_similarity` on E1, cached: the removal-based metrics (Block Influence, angular
+    distance) that `anchors` ranks the map against."""
+    value = lab.cache.cached("layer_similarity", lab.key(set="E1"), lambda: layer_similarity(
+        lab.lm, lab.evaluator("E1")).to_dict(orient="list"))
+    return pd.DataFrame(value)
+
+
+def run(lab: Lab, *, untrained: bool = False) -> dict[str, Any]:
+    """Everything chapter 05 shows: the degradation table with classes, range statistics and
+    the anchors; with `untrained`, also the untrained twin's map (the layer claims' negative
+    control, `untrained_map`). Cached item by item; a rerun after an interruption resumes."""
+    runs = run_map(lab)
+    bases = {s: lab.base(s) for s in lab.cfg.map_methods}
+    table = with_classes(degradation_table(runs, bases, resamples=lab.cfg.bootstrap), lab.n_layers)
+    ranges = pd.DataFrame([range_statistic(runs, bases[s], s, lab.n_layers,
+                                           resamples=lab.cfg.bootstrap) for s in bases])
+    sim = similarity(lab)
+    out = {"table": table, "ranges": ranges, "similarity": sim,
+           "anchors": anchors(table, sim, lab.n_layers), "bases": bases,
+           "sets": pd.DataFrame(lab.describe_sets())}
+    if untrained:
+        # on the sets cheap enough for per-layer sweeps (`single_sets`: E0 on two cores, both
+        # on a GPU); a set without the twin's map leaves its units' control not measured
+        out["untrained"] = untrained_map(lab, sets=tuple(lab.cfg.single_sets))
+    return out
+
+
+UNTRAINED_METHODS = ("neighbour_average", "skip")  # the operations the layer claims read
+
+
+def untrained_map(lab: Lab, *, seed: int = 0, force: bool = False,
+                  sets: tuple[str, ...] | None = None) -> pd.DataFrame:
+    """The negative control of the layer claims: the same map (neighbour averaging and removal,
+    every layer) on the untrained twin (`models.untrained_twin`: the same config at random
+    initialisation) on `sets` (default: the map's sets), as a degradation table with classes.
+    Cached item by item."""
+    sets = list(sets or lab.cfg.map_methods)
+    held: dict[str, Any] = {}
+
+    def evaluator(name: str):
+        if name not in held:
+            if "twin" not in held:
+                held["twin"] = models.untrained_twin(lab.lm, seed=seed)
+            held[name] = Evaluator(held["twin"], lab.evalset(name),
+                                   batch_tokens=lab.cfg.batch_tokens, progress=lab.progress)
+        return held[name]
+
+    plan: dict[str, dict[str, Any]] = {f"{s}-base": {"set": s, "method": None, "layer": None}
+                                       for s in sets}
+    plan.update({f"{s}-{m}-L{l:02d}": {"set": s, "method": m, "layer": l}
+                 for s in sets for m in UNTRAINED_METHODS for l in range(lab.n_layers)})
+
+    def compute(_name: str, item: dict[str, Any]) -> dict[str, Any]:
+        ev = evaluator(item["set"])
+        if item["method"] is None:
+            return ev.base().to_dict()
+        return ev.evaluate(method_edit(item["method"], item["layer"])).to_dict()
+
+    stored = lab.cache.for_each("importance_map", lab.key(reads_e1="E1" in sets, twin="untrained", seed=seed), plan,
+                                compute, force=force, progress=lab.progress)
+    bases = {s: Scores.from_dict(stored[f"{s}-base"]) for s in sets}
+    runs = {(it["set"], it["method"], it["layer"]): Scores.from_dict(stored[k])
+            for k, it in plan.items() if it["method"] is not None}
+    return with_classes(degradation_table(runs, bases, resamples=lab.cfg.bootstrap), lab.n_layers)
