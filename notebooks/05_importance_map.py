@@ -90,10 +90,10 @@ from layerlab.report import precision
 profile = profiles.setup(seed=0)
 lab = Lab(profile)
 result = importance.run(lab, untrained=True)  # and the untrained twin's map (the control)
-table, L = result["table"], lab.n_layers
+table, L = result.table, lab.n_layers
 print(f"profile {profile.name}; model {lab.model_name} ({L} layers)")
-print(importance.base_line(result["bases"]))
-result["sets"]
+print(importance.base_line(result.bases))
+result.sets
 
 # %% [markdown]
 # The ten E0 sentences (our stand-in for the paper's unpublished ten):
@@ -172,7 +172,7 @@ importance.sign_agreement(table)
 # layers and the ratio of the largest degradation to the median one.
 
 # %%
-result["ranges"]
+result.ranges
 
 # %% [markdown]
 # ## Against the removal-based anchors
@@ -183,10 +183,10 @@ result["ranges"]
 # these metrics and like removal. Spearman ρ over layers 1–28:
 
 # %%
-result["anchors"].round(3)
+result.anchors.round(3)
 
 # %%
-points = importance.anchor_points(table, result["similarity"], "E1", L)
+points = importance.anchor_points(table, result.similarity, "E1", L)
 (plots.anchor_scatter(points, "block_influence", "Degradation vs ShortGPT Block Influence (E1)")
  | plots.anchor_scatter(points, "angular_distance", "Degradation vs angular distance (E1)"))
 
@@ -210,7 +210,7 @@ points = importance.anchor_points(table, result["similarity"], "E1", L)
 
 # %%
 setting = (f"profile {profile.name}: {lab.model_name}, float32; E0 = our 10 sentences, "
-           f"E1 = {int(result['sets'].loc[1, 'predicted_tokens'])} tokens of {lab.cfg.e1_source}")
+           f"E1 = {int(result.sets.loc[1, 'predicted_tokens'])} tokens of {lab.cfg.e1_source}")
 # the 4-bit stand-in's own resolution (VERDICTS.md §4; shown in full in chapter 11)
 stand_in = precision.margins(precision.run(lab)["values"])
 claims.record(importance.assess(result, setting, L, stand_in=stand_in), profile.name)
@@ -240,6 +240,6 @@ claims.record(importance.assess(result, setting, L, stand_in=stand_in), profile.
 
 # %%
 provenance.table(provenance.collect(
-    profile.name, model=lab.model_name, eval_sets=importance.describe_sets(result["sets"]),
+    profile.name, model=lab.model_name, eval_sets=importance.describe_sets(result.sets),
     bootstrap=lab.cfg.bootstrap, seed=0,
 ))

@@ -76,7 +76,7 @@ from layerlab.book import plots
 profile = profiles.setup(seed=0)
 lab = Lab(profile)
 imap = importance.run(lab)  # chapter 05's map (cached)
-S = strategies.target_set(imap["table"])
+S = strategies.target_set(imap.table)
 result = strategies.run(lab, S)  # cached evaluation by evaluation
 print(f"profile {profile.name}; model {lab.model_name}; target set S = {S} ({len(S)} layers)")
 
@@ -84,14 +84,14 @@ print(f"profile {profile.name}; model {lab.model_name}; target set S = {S} ({len
 # ## The five strategies on S, jointly
 
 # %%
-plots.strategy_bars(result["joint"])
+plots.strategy_bars(result.joint)
 
 # %% [markdown]
 # One bar per strategy and set, the degradation of editing all of S at once; the CI whiskers come
 # from the paired bootstrap over sentences.
 
 # %%
-result["joint"].pivot(index="strategy", columns="set", values="deg").round(1).sort_values("E1")
+result.joint.pivot(index="strategy", columns="set", values="deg").round(1).sort_values("E1")
 
 # %% [markdown]
 # ## One layer at a time
@@ -101,14 +101,14 @@ result["joint"].pivot(index="strategy", columns="set", values="deg").round(1).so
 # `cpu` profile, on both sets in `gpu`).
 
 # %%
-plots.single_layer_heatmap(result["single"])
+plots.single_layer_heatmap(result.single)
 
 # %% [markdown]
 # Rows are strategies, columns the layers of S; the colour is the degradation of editing that
 # layer alone.
 
 # %%
-result["single"].pivot_table(index="strategy", columns="set", values="deg",
+result.single.pivot_table(index="strategy", columns="set", values="deg",
                              aggfunc="median").round(1).rename(columns=lambda s: f"median deg % {s}")
 
 # %% [markdown]
@@ -118,17 +118,17 @@ result["single"].pivot_table(index="strategy", columns="set", values="deg",
 # helps because the stack over-amplifies, 1.1 should hurt more than 0.9.
 
 # %%
-plots.alpha_sweep(result["alpha"])
+plots.alpha_sweep(result.alpha)
 
 # %%
-result["alpha"].pivot_table(index=["scope", "alpha"], columns="set", values="deg").round(1)
+result.alpha.pivot_table(index=["scope", "alpha"], columns="set", values="deg").round(1)
 
 # %% [markdown]
 # Each line is one scope and set, with its bootstrap band. What the sweep says, read from the CIs
 # (an α "improves" perplexity only when its whole interval lies below 0):
 
 # %%
-print(strategies.alpha_conclusion(result["alpha"]))
+print(strategies.alpha_conclusion(result.alpha))
 
 # %% [markdown]
 # ## Is scaling benign, or only small?
@@ -148,7 +148,7 @@ print(strategies.alpha_conclusion(result["alpha"]))
 # articles, fewer sentences of each).
 
 # %%
-matched = strategies.matched(lab, S, imap["table"])  # cached; bisections first
+matched = strategies.matched(lab, S, imap.table)  # cached; bisections first
 strategies.matched_summary(matched)
 
 # %% [markdown]
@@ -163,7 +163,7 @@ strategies.matched_summary(matched)
 # strategy is applied to the first k of them, k = 1 … 15.
 
 # %%
-plots.removal_curve(matched["k"])
+plots.removal_curve(matched.k)
 
 # %% [markdown]
 # One line per strategy and set (dashes): where the lines stay flat the edited layers are truly
@@ -193,7 +193,7 @@ strategies.generation_texts(gens)
 
 # %%
 setting = (f"profile {profile.name}: {lab.model_name}, float32; E0 = our 10 sentences, "
-           f"E1 = {int(imap['sets'].loc[1, 'predicted_tokens'])} tokens of {lab.cfg.e1_source}")
+           f"E1 = {int(imap.sets.loc[1, 'predicted_tokens'])} tokens of {lab.cfg.e1_source}")
 claims.record(strategies.assess(result, gens, matched, setting), profile.name)
 
 # %% [markdown]

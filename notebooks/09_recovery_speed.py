@@ -78,7 +78,7 @@ lab = Lab(profile)
 cfg = recovery.config_for(lab)
 result = recovery.run(lab)  # cached layer by layer: a rerun resumes
 no_damage = recovery.run_no_damage(lab)  # the control: the same fine-tuning, no noise
-imap = importance.run(lab)["table"]  # chapter 05's map (cached)
+imap = importance.run(lab).table  # chapter 05's map (cached)
 print(f"profile {profile.name}; model {lab.model_name}; layers {list(cfg.layers)}; "
       f"σ = {cfg.sigma}; ≤ {cfg.steps} steps of {cfg.batch_size} × {cfg.seq_len} tokens")
 

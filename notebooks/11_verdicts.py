@@ -148,7 +148,7 @@ precision.movement(stand_in["values"]).round(4)
 # %%
 geo = geometry.run(profile, only=[lab.model_name], progress=False)[lab.model_name]  # chapter 02
 imap = importance.run(lab)  # cached by chapter 05
-layers = verdicts.per_layer(geo, imap["table"], imap["similarity"])
+layers = verdicts.per_layer(geo, imap.table, imap.similarity)
 verdicts.spearman_matrix(layers)
 
 # %%

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -151,8 +152,9 @@ def _paper_like_result(anti_hi=-0.1):
                 twin.append({"set": s, "method": m, "layer": l, "deg": 0.0, "lo": -1.0, "hi": 1.0})
     ranges = pd.DataFrame([{"set": s, "log10_range": 7.0, "log10_range_ci": [6.5, 7.5]}
                            for s in ("E0", "E1")])
-    return {"table": importance.with_classes(pd.DataFrame(rows), 30), "ranges": ranges,
-            "untrained": importance.with_classes(pd.DataFrame(twin), 30)}
+    # the fields `assess` reads
+    return SimpleNamespace(table=importance.with_classes(pd.DataFrame(rows), 30), ranges=ranges,
+                           untrained=importance.with_classes(pd.DataFrame(twin), 30))
 
 
 def test_assess_reproduces_a_paper_like_map_and_rejects_a_different_one():
@@ -163,14 +165,14 @@ def test_assess_reproduces_a_paper_like_map_and_rejects_a_different_one():
     found = {c.id: c for c in importance.assess(_paper_like_result(anti_hi=0.4), "synthetic", 30)}
     assert found["P2-C1-anti-layers"].verdict == claims.NOT_TESTABLE  # CI across 0
     moved = _paper_like_result()
-    t = moved["table"]
+    t = moved.table
     t.loc[t["layer"] == 20, ["deg", "hi"]] = 90_000.0  # a new peak outside the core
     t.loc[t["layer"] == 20, "class"] = "critical core"
     core = {c.id: c for c in importance.assess(moved, "synthetic", 30)}["P2-C1-core"]
     assert core.verdict == claims.PARTLY  # L8-11 still core; the peak and the class moved
     assert "peak at L11" in core.decided_by and "no core elsewhere" in core.decided_by
     # without the untrained twin, the presence claims whose primary passes are not testable
-    bare = {c.id: c for c in importance.assess(_paper_like_result() | {"untrained": None},
+    bare = {c.id: c for c in importance.assess(SimpleNamespace(**{**vars(_paper_like_result()), "untrained": None}),
                                                "synthetic", 30)}
     assert {bare[c].decided_by for c in ("P2-C1-core", "P2-C1-anti-layers", "P2-C1-io-layers")
             } == {"every unit: control: not measured"}
@@ -221,22 +223,22 @@ def smoke_lab():
 
 def test_smoke_pipeline_runs_caches_and_resumes(smoke_lab, monkeypatch):
     res = importance.run(smoke_lab)
-    t = res["table"]
+    t = res.table
     cfg = smoke_lab.cfg
     expected = sum(len(m) for m in cfg.map_methods.values()) * cfg.n_layers
     assert len(t) == expected and t["class"].notna().all()
-    assert set(res["anchors"]["compared with"]) >= {"ShortGPT Block Influence"}
+    assert set(res.anchors["compared with"]) >= {"ShortGPT Block Influence"}
     S = strategies.target_set(t) or [1, 2]
     out = strategies.run(smoke_lab, S)
-    assert set(out["joint"]["strategy"]) == {*strategies.STRATEGIES, *strategies.VARIANTS}
+    assert set(out.joint["strategy"]) == {*strategies.STRATEGIES, *strategies.VARIANTS}
     gens = strategies.generations(smoke_lab, S)
     assert len(gens) == len(strategies.PROMPTS) * 7
     m = strategies.matched(smoke_lab, S, t, k_max=2)
-    assert set(m["joint"]["matched"]) == {"size joint", "damage joint"}
-    assert len(m["k"]) == 2 * len(strategies.STRATEGIES) * 2
+    assert set(m.joint["matched"]) == {"size joint", "damage joint"}
+    assert len(m.k) == 2 * len(strategies.STRATEGIES) * 2
     # zero moved 10 % of the way is scale ×0.9 exactly
-    mj = m["joint"].set_index(["set", "matched", "strategy"])
-    assert m["size_fractions"]["zero"] == {l: pytest.approx(0.1) for l in S}
+    mj = m.joint.set_index(["set", "matched", "strategy"])
+    assert m.size_fractions["zero"] == {l: pytest.approx(0.1) for l in S}
     found = strategies.assess(out, gens, m, "smoke")
     assert {c.id for c in found} == {"P2-C4-only-scaling", "P2-C4-magnitudes"}
     assert np.isfinite(mj["deg"]).all()
@@ -244,16 +246,16 @@ def test_smoke_pipeline_runs_caches_and_resumes(smoke_lab, monkeypatch):
     # a fresh lab over the same results computes nothing: no model is even loaded
     again = Lab(profiles.get("smoke"), progress=False)
     monkeypatch.setattr(Lab, "evaluator", lambda *a, **k: pytest.fail("recomputed a cached result"))
-    pd.testing.assert_frame_equal(importance.run(again)["table"], t)
-    pd.testing.assert_frame_equal(strategies.run(again, S)["joint"], out["joint"])
+    pd.testing.assert_frame_equal(importance.run(again).table, t)
+    pd.testing.assert_frame_equal(strategies.run(again, S).joint, out.joint)
 
 
 def test_untrained_twin_map_is_the_layer_claims_control(smoke_lab, monkeypatch):
     res = importance.run(smoke_lab, untrained=True)
-    twin, cfg = res["untrained"], smoke_lab.cfg
+    twin, cfg = res.untrained, smoke_lab.cfg
     assert len(twin) == len(cfg.map_methods) * len(importance.UNTRAINED_METHODS) * cfg.n_layers
     assert set(twin["method"]) == set(importance.UNTRAINED_METHODS) and twin["class"].notna().all()
-    assert not twin[["deg", "lo", "hi"]].equals(res["table"][["deg", "lo", "hi"]].iloc[:len(twin)])
+    assert not twin[["deg", "lo", "hi"]].equals(res.table[["deg", "lo", "hi"]].iloc[:len(twin)])
     # cached like the map: a fresh lab computes nothing
     again = Lab(profiles.get("smoke"), progress=False)
     monkeypatch.setattr(importance.experiment.models, "untrained_twin",

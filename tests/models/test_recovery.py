@@ -308,7 +308,7 @@ def test_smoke_chapter_runs_and_judges(lab):
     assert set(r.table["condition"]) == {"fixed σ", "equal damage"}
     assert len(r.table) == len(recovery.items(cfg)) == 2 * len(cfg.layers)
     from layerlab.anatomy import importance
-    corr = recovery.correlate(r.table, importance.run(lab)["table"], cfg)
+    corr = recovery.correlate(r.table, importance.run(lab).table, cfg)
     found = recovery.assess(r, corr, cfg, "smoke")
     assert [c.id for c in found] == ["P2-C5-recovery-importance"]  # tiny model: no L8/L11
     nd = recovery.run_no_damage(lab)
@@ -318,7 +318,7 @@ def test_smoke_chapter_runs_and_judges(lab):
     shown = recovery.control_table(r, nd, cfg)
     assert len(shown) == len(recovery.no_damage_items(cfg))
     assert shown["no damage: lowest PPL / base"].le(1.0 + 1e-9).all()  # step 0 is base itself
-    judged = recovery.correlate(r.table, importance.run(lab)["table"], cfg,
+    judged = recovery.correlate(r.table, importance.run(lab).table, cfg,
                                 curves=r.curves, no_damage=nd)
     assert recovery.NO_DAMAGE in set(judged["condition"])
     assert set(judged.loc[judged["condition"] != recovery.NO_DAMAGE, "reference"]) == {

@@ -109,7 +109,7 @@ def _joint(scale=(1.0, -2.0, 5.0), others=(500.0, 200.0, 900.0)):
         for name in strategies.STRATEGIES:
             deg, lo, hi = scale if name == strategies.BENIGN else others
             rows.append({"set": s, "strategy": name, "deg": deg, "lo": lo, "hi": hi})
-    return {"joint": pd.DataFrame(rows), "target": [3, 4]}
+    return SimpleNamespace(joint=pd.DataFrame(rows), target=[3, 4])  # what the rules read
 
 
 UNEDITED_D2 = (0.90, 0.95, 1.00, 0.95, 0.92)  # sd ≈ 0.04 across the prompts
@@ -126,9 +126,10 @@ def _gens(change: float | tuple[float, ...] = 0.0):
 
 
 def _matched(hi: float):
-    return {"joint": pd.DataFrame([{"set": s, "matched": "size joint", "strategy": n,
-                                    "deg": hi - 1, "lo": hi - 2, "hi": hi}
-                                   for s in ("E0", "E1 subset") for n in strategies.DIRECTIONS])}
+    return SimpleNamespace(joint=pd.DataFrame([{"set": s, "matched": "size joint", "strategy": n,
+                                                "deg": hi - 1, "lo": hi - 2, "hi": hi}
+                                               for s in ("E0", "E1 subset")
+                                               for n in strategies.DIRECTIONS]))
 
 
 def test_only_scaling_face_value_against_the_matched_size_control():

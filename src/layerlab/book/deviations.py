@@ -46,7 +46,7 @@ def _p2_sections(profile: profiles.Profile) -> list[str]:
     lab = Lab(profile, progress=False)
     out = []
     imap = importance.run(lab)
-    t = imap["table"]
+    t = imap.table
 
     def deg(set_name: str, method: str, layer: int, col: str = "deg") -> float:
         r = t[(t["set"] == set_name) & (t["method"] == method) & (t["layer"] == layer)]
@@ -85,7 +85,7 @@ both neighbours exist. **Alternative run:** a single-neighbour copy for L0 and L
 flagged: E0 degradation {_fmt(deg('E0', 'neighbour_average', 0))} for L0 and
 {_fmt(deg('E0', 'neighbour_average', edge))} for L{edge}.""")
 
-    r = imap["ranges"].set_index("set")
+    r = imap.ranges.set_index("set")
     ranges = "; ".join(f"{s}: 10^{r.loc[s, 'log10_range']:.1f} (bootstrap 95 % 10^"
                        f"{r.loc[s, 'log10_range_ci'][0]:.1f}–10^{r.loc[s, 'log10_range_ci'][1]:.1f})"
                        for s in r.index)
@@ -132,10 +132,10 @@ products. **Movement:** mean over types, real against its null — """ + "; ".jo
 
     S = strategies.target_set(t)
     m = strategies.matched(lab, S, t)
-    mj = m["joint"][m["joint"]["matched"] == "size joint"].set_index(["set", "strategy"])
+    mj = m.joint[m.joint["matched"] == "size joint"].set_index(["set", "strategy"])
     size_line = "at ‖ΔW‖/‖W‖ = {:g} on S jointly: ".format(strategies.MATCHED_SIZE) + "; ".join(
         f"{s} " + ", ".join(f"{n} {mj.loc[(s, n), 'deg']:+,.1f} %" for n in strategies.DIRECTIONS)
-        for s in sorted(set(m["joint"]["set"])))
+        for s in sorted(set(m.joint["set"])))
     out.append(f"""## P2 — the target set and forms of the five strategies
 
 The target set and exact forms are unknown. **Choice:** the connective tissue and anti-layers of

@@ -181,7 +181,7 @@ def measure(lab: Lab, seed: int | None, layers: list[int]) -> dict[str, float]:
 def run(lab: Lab) -> dict[str, Any]:
     """The stand-in and its dithered copies, each cached as it finishes; the quantiser's error
     per matrix; S (chapter 06's target set, from chapter 05's map)."""
-    layers = strategies.target_set(importance.run(lab)["table"])
+    layers = strategies.target_set(importance.run(lab).table)
     items = {"stand-in": {"seed": None}} | {f"dithered-s{s}": {"seed": s} for s in SEEDS}
     key = lab.key(reads_e1=False, precision={"copy": "stand-in + U(± d/2)", "seeds": list(SEEDS),
                              "windows": WINDOWS, "window_len": WINDOW_LEN,

@@ -21,6 +21,7 @@ from layerlab.anatomy.importance.display import (
 )
 from layerlab.anatomy.importance.experiment import (
     UNTRAINED_METHODS,
+    ImportanceResult,
     run,
     run_map,
     similarity,
@@ -79,7 +80,7 @@ __all__ = [
     "degradation_table", "classify", "inner", "range_statistic", "layer_similarity", "anchors",
     "with_classes",
     # experiment
-    "run_map", "similarity", "run", "UNTRAINED_METHODS", "untrained_map",
+    "run_map", "similarity", "ImportanceResult", "run", "UNTRAINED_METHODS", "untrained_map",
     # rules
     "CHAPTER", "PAPER_CORE", "PAPER_PEAK", "PAPER_ANTI", "PAPER_LAYERS", "LAYER_CLAIMS",
     "CORE_OPERATIONS", "ESTIMATE_COLUMNS", "layer_estimate", "kth_largest", "log10_estimate",

@@ -7,6 +7,7 @@ and `run`, everything the chapter shows in one call (read again, cached, by chap
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -21,9 +22,9 @@ from layerlab.anatomy.importance.measurement import (
     range_statistic,
     with_classes,
 )
-from layerlab.anatomy.lab import Lab
+from layerlab.anatomy.lab import Lab, ProfileOrLab
 
-__all__ = ["run_map", "similarity", "run", "UNTRAINED_METHODS", "untrained_map"]
+__all__ = ["run_map", "similarity", "ImportanceResult", "run", "UNTRAINED_METHODS", "untrained_map"]
 
 
 def run_map(lab: Lab, *, force: bool = False) -> dict[tuple[str, str, int], Scores]:
@@ -50,24 +51,36 @@ def similarity(lab: Lab) -> pd.DataFrame:
     return pd.DataFrame(value)
 
 
-def run(lab: Lab, *, untrained: bool = False) -> dict[str, Any]:
+@dataclass(frozen=True, eq=False)  # tables: compared field by field, not with ==
+class ImportanceResult:
+    """Everything chapter 05 shows (`run`)."""
+
+    table: pd.DataFrame  # degradation % and 95 % interval per set, method and layer, with classes
+    ranges: pd.DataFrame  # the range statistic per set
+    similarity: pd.DataFrame  # the removal-based metrics on E1
+    anchors: pd.DataFrame  # the map beside those metrics
+    bases: dict[str, Scores]  # the unedited model's scores per set
+    sets: pd.DataFrame  # the evaluation sets, described
+    untrained: pd.DataFrame | None = None  # the untrained twin's map (the control), if asked
+
+
+def run(lab: ProfileOrLab, *, untrained: bool = False) -> ImportanceResult:
     """Everything chapter 05 shows: the degradation table with classes, range statistics and
     the anchors; with `untrained`, also the untrained twin's map (the layer claims' negative
     control, `untrained_map`). Cached item by item; a rerun after an interruption resumes."""
+    lab = Lab.of(lab)
     runs = run_map(lab)
     bases = {s: lab.base(s) for s in lab.cfg.map_methods}
     table = with_classes(degradation_table(runs, bases, resamples=lab.cfg.bootstrap), lab.n_layers)
     ranges = pd.DataFrame([range_statistic(runs, bases[s], s, lab.n_layers,
                                            resamples=lab.cfg.bootstrap) for s in bases])
     sim = similarity(lab)
-    out = {"table": table, "ranges": ranges, "similarity": sim,
-           "anchors": anchors(table, sim, lab.n_layers), "bases": bases,
-           "sets": pd.DataFrame(lab.describe_sets())}
-    if untrained:
-        # on the sets cheap enough for per-layer sweeps (`single_sets`: E0 on two cores, both
-        # on a GPU); a set without the twin's map leaves its units' control not measured
-        out["untrained"] = untrained_map(lab, sets=tuple(lab.cfg.single_sets))
-    return out
+    # the twin's map on the sets cheap enough for per-layer sweeps (`single_sets`: E0 on two
+    # cores, both on a GPU); a set without it leaves its units' control not measured
+    twin = untrained_map(lab, sets=tuple(lab.cfg.single_sets)) if untrained else None
+    return ImportanceResult(table=table, ranges=ranges, similarity=sim,
+                            anchors=anchors(table, sim, lab.n_layers), bases=bases,
+                            sets=pd.DataFrame(lab.describe_sets()), untrained=twin)
 
 
 UNTRAINED_METHODS = ("neighbour_average", "skip")  # the operations the layer claims read

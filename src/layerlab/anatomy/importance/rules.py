@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -20,6 +20,9 @@ import pandas as pd
 from layerlab import claims, paper
 from layerlab.anatomy.declarations import DECLARATIONS
 from layerlab.anatomy.importance.measurement import CONNECTIVE_MAX, inner
+
+if TYPE_CHECKING:
+    from layerlab.anatomy.importance.experiment import ImportanceResult
 
 __all__ = ["CHAPTER", "PAPER_CORE", "PAPER_PEAK", "PAPER_ANTI", "PAPER_LAYERS", "LAYER_CLAIMS",
            "CORE_OPERATIONS", "ESTIMATE_COLUMNS", "layer_estimate", "kth_largest",
@@ -347,17 +350,17 @@ def assess_io(table: pd.DataFrame, setting: str, n_layers: int,
         stand_in=stand_in)
 
 
-def assess(result: dict[str, Any], setting: str, n_layers: int, *,
+def assess(result: ImportanceResult, setting: str, n_layers: int, *,
            stand_in: pd.DataFrame | None = None) -> list[claims.Claim]:
     """Verdicts on C1: the range, core and peak, anti-layers, the I/O and connective classes.
-    The untrained twin's map (`result["untrained"]`, when `run` was asked for it) is the layer
+    The untrained twin's map (`result.untrained`, when `run` was asked for it) is the layer
     claims' negative control; without it they read 'control: not measured' where it matters.
     `stand_in` (`precision.margins`): a layer claim the 4-bit stand-in's own rounding can move
     across its band's edge is not testable (stand-in precision)."""
-    found = [assess_range(result["ranges"], setting)]
+    found = [assess_range(result.ranges, setting)]
     if n_layers != PAPER_LAYERS:  # the claims name layers of SmolLM2's 30-layer stack
         return found + [not_testable(cid, setting, n_layers) for cid in LAYER_CLAIMS]
-    t, control = result["table"], result.get("untrained")
+    t, control = result.table, result.untrained
     return found + [assess_core(t, setting, n_layers, control, stand_in=stand_in),
                     assess_peak_size(t, setting, stand_in=stand_in),
                     assess_anti(t, setting, control, stand_in=stand_in),

@@ -18,7 +18,14 @@ from layerlab.anatomy.strategies.display import (
     matched_summary,
     shown_text,
 )
-from layerlab.anatomy.strategies.experiment import generations, matched, plan, run
+from layerlab.anatomy.strategies.experiment import (
+    MatchedResult,
+    StrategiesResult,
+    generations,
+    matched,
+    plan,
+    run,
+)
 from layerlab.anatomy.strategies.measurement import (
     BENIGN,
     DIRECTIONS,
@@ -55,7 +62,7 @@ __all__ = [
     "DIRECTIONS", "SUBSET_TOKENS", "full_sizes", "least_important", "distinct_2", "repeated_3",
     "greedy", "generation_conditions",
     # experiment
-    "plan", "run", "matched", "generations",
+    "plan", "StrategiesResult", "MatchedResult", "run", "matched", "generations",
     # display
     "matched_summary", "alpha_conclusion", "shown_text", "generation_texts", "generation_summary",
     # rules

@@ -6,23 +6,26 @@ the α sweep says (`alpha_conclusion`) and the generations as text and repetitio
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from layerlab.anatomy.strategies.measurement import DIRECTIONS, MATCHED_DAMAGE
 
+if TYPE_CHECKING:
+    from layerlab.anatomy.strategies.experiment import MatchedResult
+
 __all__ = ["matched_summary", "alpha_conclusion", "shown_text", "generation_texts",
            "generation_summary"]
 
 
-def matched_summary(m: dict[str, Any]) -> pd.DataFrame:
+def matched_summary(m: MatchedResult) -> pd.DataFrame:
     """Per strategy: median relative change at full strength, the median fraction and relative
     change that cost MATCHED_DAMAGE % on one layer, and the joint degradations at matched size and
     matched damage (zero at matched size is scale ×0.9 exactly)."""
-    sizes = m["sizes"].groupby("strategy")["relative change"].median()
-    dmg = m["damage"].groupby("strategy")[["fraction", "relative change"]].median()
-    j = m["joint"].pivot_table(index="strategy", columns=["matched", "set"], values="deg")
+    sizes = m.sizes.groupby("strategy")["relative change"].median()
+    dmg = m.damage.groupby("strategy")[["fraction", "relative change"]].median()
+    j = m.joint.pivot_table(index="strategy", columns=["matched", "set"], values="deg")
     rows = []
     for name in DIRECTIONS:
         rows.append({"strategy": name, "full-strength ‖ΔW‖/‖W‖ (median)": sizes[name],

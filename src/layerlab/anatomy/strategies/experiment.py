@@ -7,6 +7,7 @@ condition; records `generations`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -15,7 +16,7 @@ from layerlab import paper
 from layerlab.anatomy import edits
 from layerlab.anatomy.evaluator import Scores
 from layerlab.anatomy.importance import degradation_table
-from layerlab.anatomy.lab import Lab
+from layerlab.anatomy.lab import Lab, ProfileOrLab
 from layerlab.anatomy.strategies.measurement import (
     DIRECTIONS,
     MATCHED_DAMAGE,
@@ -35,7 +36,7 @@ from layerlab.anatomy.strategies.measurement import (
     repeated_3,
 )
 
-__all__ = ["plan", "run", "matched", "generations"]
+__all__ = ["plan", "StrategiesResult", "MatchedResult", "run", "matched", "generations"]
 
 
 def plan(lab: Lab, target: list[int]) -> dict[str, dict[str, Any]]:
@@ -67,8 +68,32 @@ def _item_edit(item: dict[str, Any]) -> edits.Edit:
     return _edit(item["strategy"], item["layers"])
 
 
-def run(lab: Lab, target: list[int]) -> dict[str, Any]:
+@dataclass(frozen=True, eq=False)  # tables: compared field by field, not with ==
+class StrategiesResult:
+    """Chapter 06's three parts (`run`), degradation % and 95 % interval per row."""
+
+    joint: pd.DataFrame  # every strategy and variant on S jointly, per set
+    single: pd.DataFrame  # every strategy on each layer of S alone
+    alpha: pd.DataFrame  # scaling's α sweep on S, on all layers and on the peak layer
+    target: list[int]  # S
+
+
+@dataclass(frozen=True, eq=False)
+class MatchedResult:
+    """Chapter 06's controls for size (`matched`)."""
+
+    joint: pd.DataFrame  # every strategy on S at matched size and at matched damage, per set
+    damage: pd.DataFrame  # per strategy and layer: the fraction costing MATCHED_DAMAGE % on E0
+    sizes: pd.DataFrame  # per strategy and layer: the relative weight change at full strength
+    k: pd.DataFrame  # each strategy on the k least important layers
+    size_fractions: dict[str, dict[int, float]]  # per strategy and layer: the matched-size fraction
+    order: list[int]  # the layers from least important on
+    target: list[int]  # S
+
+
+def run(lab: ProfileOrLab, target: list[int]) -> StrategiesResult:
     """Degradation tables of the three parts, each evaluation cached as it finishes."""
+    lab = Lab.of(lab)
     if not target:
         raise ValueError("the target set is empty: chapter 05's map found no connective layers")
     items = plan(lab, target)
@@ -95,17 +120,18 @@ def run(lab: Lab, target: list[int]) -> dict[str, Any]:
         out[part] = degradation_table(runs, bases, resamples=lab.cfg.bootstrap, names=names)
     out["joint"] = out["joint"].drop(columns="target")
     out["joint"]["paper's five"] = out["joint"]["strategy"].isin(list(STRATEGIES))
-    out["target"] = target
-    return out
+    return StrategiesResult(joint=out["joint"], single=out["single"], alpha=out["alpha"],
+                            target=target)
 
 
-def matched(lab: Lab, target: list[int], importance_table: pd.DataFrame, *,
-            k_max: int = 15) -> dict[str, Any]:
+def matched(lab: ProfileOrLab, target: list[int], importance_table: pd.DataFrame, *,
+            k_max: int = 15) -> MatchedResult:
     """Chapter 06's controls for size: (1) every strategy at the relative weight change of
     scale ×0.9, per layer; (2) every strategy at the same single-layer damage (E0), found by
     bisection, then applied to S jointly; (3) each strategy on the k least important layers,
     k = 1 … k_max. Joint edits are scored on E0 and on an E1 subset of SUBSET_TOKENS
     tokens (every article, fewer sentences of each)."""
+    lab = Lab.of(lab)
     sizes = full_sizes(lab, target)
     size_frac = {name: {int(r["layer"]): min(1.0, MATCHED_SIZE / r["relative change"])
                         for _, r in sizes[sizes["strategy"] == name].iterrows()}
@@ -178,12 +204,13 @@ def _matched_tables(done, items, sizes, size_frac, target, order, resamples) -> 
              for k, it in items.items() if it["part"] == "k"}
     kcurve = degradation_table(kruns, bases, resamples=resamples, names=("strategy", "k"))
     kcurve["layers removed"] = [str(order[: int(k)]) for k in kcurve["k"]]
-    return {"joint": joint_table, "damage": damage, "sizes": sizes, "k": kcurve,
-            "size_fractions": size_frac, "order": order, "target": target}
+    return MatchedResult(joint=joint_table, damage=damage, sizes=sizes, k=kcurve,
+                         size_fractions=size_frac, order=order, target=target)
 
 
-def generations(lab: Lab, target: list[int]) -> pd.DataFrame:
+def generations(lab: ProfileOrLab, target: list[int]) -> pd.DataFrame:
     """Greedy continuations of the fixed prompts under each condition, with repetition scores."""
+    lab = Lab.of(lab)
     n_new = lab.cfg.generate_tokens
     conds = generation_conditions(target, lab.n_layers)
 

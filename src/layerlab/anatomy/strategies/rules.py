@@ -7,7 +7,7 @@ calibrated on the unedited model, `coherence`) and the sizes of the damage
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -16,6 +16,9 @@ from layerlab import claims
 from layerlab.anatomy.declarations import DECLARATIONS
 from layerlab.anatomy.importance import log10_estimate
 from layerlab.anatomy.strategies.measurement import BENIGN, DIRECTIONS, MATCHED_SIZE, STRATEGIES
+
+if TYPE_CHECKING:
+    from layerlab.anatomy.strategies.experiment import MatchedResult, StrategiesResult
 
 __all__ = ["CHAPTER", "OTHERS", "MATCHED_SET", "strategies_estimate", "coherence",
            "only_scaling_units", "assess_only_scaling", "magnitudes_units", "assess_magnitudes",
@@ -105,14 +108,14 @@ def only_scaling_units(joint: pd.DataFrame, gens: pd.DataFrame,
     return units
 
 
-def assess_only_scaling(result: dict[str, Any], gens: pd.DataFrame, matched_result: dict[str, Any],
-                        setting: str) -> claims.Claim:
+def assess_only_scaling(result: StrategiesResult, gens: pd.DataFrame,
+                        matched_result: MatchedResult | None, setting: str) -> claims.Claim:
     """P2-C4-only-scaling decided on `only_scaling_units`; the wording gives each strategy's
     joint degradation on S, the matched-size runs (`matched_result`; None: not run) and the
     calibrated generation check on `gens`."""
-    joint = result["joint"].set_index(["set", "strategy"])
-    mj = matched_result["joint"] if matched_result is not None else None
-    sets = sorted(set(result["joint"]["set"]))
+    joint = result.joint.set_index(["set", "strategy"])
+    mj = matched_result.joint if matched_result is not None else None
+    sets = sorted(set(result.joint["set"]))
     text = coherence(gens)
     shown = ""
     if mj is not None:
@@ -131,13 +134,13 @@ def assess_only_scaling(result: dict[str, Any], gens: pd.DataFrame, matched_resu
                 f"{text['unedited_sd']:.3f}" + (f", calibrated {e.point:+.2f} [{e.lo:+.2f}, {e.hi:+.2f}]"
                                                  if e is not None else ", no spread to calibrate on")
                 + ")")
-    units = only_scaling_units(result["joint"], gens, mj)
+    units = only_scaling_units(result.joint, gens, mj)
     return _decided(
         "P2-C4-only-scaling", units,
         ours="; ".join(f"{s}: " + ", ".join(
             f"{n} {joint.loc[(s, n), 'deg']:+,.0f} % [{joint.loc[(s, n), 'lo']:+,.0f}, "
             f"{joint.loc[(s, n), 'hi']:+,.0f}]" for n in STRATEGIES) for s in sets) + shown + gen,
-        setting=f"{setting}; S = {result['target']}",
+        setting=f"{setting}; S = {result.target}",
         numbers={"coherence": {**text, "estimate": _triple(text["estimate"])},
                  **{u.name: {"primary": _triple(u.primary), "control": _triple(u.control),
                              **{k: _triple(v) for k, v in u.secondary.items()}}
@@ -160,13 +163,13 @@ def magnitudes_units(joint: pd.DataFrame) -> list[claims.Unit]:
     return units
 
 
-def assess_magnitudes(result: dict[str, Any], setting: str) -> claims.Claim:
+def assess_magnitudes(result: StrategiesResult, setting: str) -> claims.Claim:
     """P2-C4-magnitudes (+19 % against millions of %) decided on `magnitudes_units`; the
     wording gives scale ×0.9's degradation and the worst other strategy's in each set."""
-    joint = result["joint"].set_index(["set", "strategy"])
-    sets = sorted(set(result["joint"]["set"]))
+    joint = result.joint.set_index(["set", "strategy"])
+    sets = sorted(set(result.joint["set"]))
     worst = {s: max(OTHERS, key=lambda o, s=s: joint.loc[(s, o), "deg"]) for s in sets}
-    units = magnitudes_units(result["joint"])
+    units = magnitudes_units(result.joint)
     return _decided(
         "P2-C4-magnitudes", units,
         ours="; ".join(f"{s}: scale {joint.loc[(s, BENIGN), 'deg']:+.1f} % "
@@ -174,12 +177,12 @@ def assess_magnitudes(result: dict[str, Any], setting: str) -> claims.Claim:
                        f"worst other ({worst[s]}) {joint.loc[(s, worst[s]), 'deg']:+,.0f} % "
                        f"[{joint.loc[(s, worst[s]), 'lo']:+,.0f}, {joint.loc[(s, worst[s]), 'hi']:+,.0f}]"
                        for s in sets),
-        setting=f"{setting}; S = {result['target']}",
+        setting=f"{setting}; S = {result.target}",
         numbers={u.name: {"log10_worst_other": _triple(u.primary),
                           **{k: _triple(v) for k, v in u.secondary.items()}} for u in units})
 
 
-def assess(result: dict[str, Any], gens: pd.DataFrame, matched_result: dict[str, Any],
+def assess(result: StrategiesResult, gens: pd.DataFrame, matched_result: MatchedResult | None,
            setting: str) -> list[claims.Claim]:
     """Chapter 06's two claims: only scaling preserves quality, and the sizes of the damage."""
     return [assess_only_scaling(result, gens, matched_result, setting),
