@@ -166,7 +166,7 @@ def test_key_holds_schema_version_and_input_hashes(cache, tmp_path, monkeypatch)
     assert cache.get("anatomy_base", {"set": "E0"}) is None
     # a schema bump (the experiment's code changed what it computes) does the same
     cache.put("toy_students", {"a": 1}, 2)
-    monkeypatch.setitem(results.SCHEMAS, "toy_students", (2, ()))
+    monkeypatch.setitem(results.SCHEMAS, "toy_students", (results.SCHEMAS["toy_students"][0] + 1, ()))
     assert cache.get("toy_students", {"a": 1}) is None
 
 
@@ -241,7 +241,8 @@ def test_status_counts_dirty_and_stale_records(cache, monkeypatch):
     cache.put("toy_students", {"a": 2}, 2)
     rows = results.status("smoke", cache.root)
     assert sorted((r["dirty"], r["stale"]) for r in rows) == [(False, False), (True, False)]
-    monkeypatch.setitem(results.SCHEMAS, "toy_students", (2, ()))  # the code moved on
+    bumped = (results.SCHEMAS["toy_students"][0] + 1, ())  # the code moved on
+    monkeypatch.setitem(results.SCHEMAS, "toy_students", bumped)
     assert all(r["stale"] for r in results.status("smoke", cache.root))
 
 
