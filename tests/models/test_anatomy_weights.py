@@ -342,7 +342,7 @@ def _fused_model(kind: str) -> models.LoadedModel:
 
 
 # every fused layout: (model, fused parameter, parts, how the parts sit in the tensor); the
-# expected rows per part come from the config here, independently of weights.py
+# expected rows per part come from the config here, independently of anatomy.weights
 FUSED = [("gpt2", "attn.c_attn.weight", "qkv", "columns"),
          ("gptneox", "attention.query_key_value.weight", "qkv", "per head"),
          ("phi3", "self_attn.qkv_proj.weight", "qkv", "rows"),
