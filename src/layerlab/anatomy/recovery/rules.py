@@ -61,11 +61,10 @@ def steps_unit(result: RecoveryResult, cfg: RecoveryConfig,
     if problems:
         return claims.Unit(name=name, primary=None, precondition="; ".join(problems)), info
     runs = [(l, s) for l in (*slow, *fast) for s in seeds]
-    curves = result.curves
     damaged: dict[tuple[int, int], list[tuple[int, float]]] = {}
     refs: dict[tuple[int, int], dict[int, float] | None] = {}
-    if no_damage is not None and curves is not None:
-        damaged = {r: _curve(curves, *r, "fixed σ") for r in runs}
+    if no_damage is not None:
+        damaged = {r: _curve(result.curves, *r, "fixed σ") for r in runs}
         refs = {r: _reference(no_damage, *r, [s for s, _ in damaged[r]]) for r in runs}
     measured = bool(refs) and all(v is not None for v in refs.values())
     base = ({(int(r["layer"]), int(r["seed"])): float(r["base_ppl"]) for _, r in fixed.iterrows()}

@@ -139,6 +139,7 @@ def paper_fit_minus_two(data: pd.DataFrame, *, steps: int) -> Fit:
 STEPS = ("paper_fit", "converged_fit", "paper_fit_float64", "scipy_check", "adam_path",
          "alpha_l_profile", "bootstrap", "shape_bootstrap", "huber_fit", "cut_scan", "held_out",
          "parts_by_cut", "paper_fit_minus_two")
+_STARTED = ("scipy_check", "alpha_l_profile", "bootstrap", "shape_bootstrap", "huber_fit")  # at converged
 
 
 class Experiment:
@@ -236,5 +237,3 @@ class Experiment:
         """The authors' recipe on the ℓ − 2 variant (first and last block not counted)."""
         return self._run("paper_fit_minus_two")
 
-
-_STARTED = ("scipy_check", "alpha_l_profile", "bootstrap", "shape_bootstrap", "huber_fit")
