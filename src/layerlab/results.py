@@ -28,7 +28,7 @@ import re
 import tempfile
 import time
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, is_dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
@@ -424,8 +424,8 @@ _ORIGINS: dict[int, tuple[Any, dict[str, Any]]] = {}  # id(value) -> (value, its
 def key_of(value: Any) -> Any:
     """What an argument contributes to a record's key: a value returned by a `recorded` step
     contributes that record's key (a fit started at the converged fit is keyed by it, not by
-    its numbers); tuples become lists, as JSON stores them; settings and plain JSON values enter
-    as they are. Anything else (an array, a table) is refused: pass it under `ignore`."""
+    its numbers); tuples become lists, as JSON stores them; a settings object enters as its
+    `key()`, plain JSON values as they are. Anything else (an array, a table) is refused: pass it under `ignore`."""
     origin = _ORIGINS.get(id(value))
     if origin is not None and origin[0] is value:
         return origin[1]
@@ -435,42 +435,85 @@ def key_of(value: Any) -> Any:
         return {str(k): key_of(v) for k, v in value.items()}
     if value is None or isinstance(value, (str, bool, int, float)):
         return value
+    if is_dataclass(value) and not isinstance(value, type) and callable(getattr(value, "key", None)):
+        return key_of(value.key())  # a settings object: what results depend on
     raise TypeError(f"a {type(value).__name__} cannot enter a record's key: pass it as a "
                     f"recorded step's value, as plain settings, or name its argument in `ignore`")
 
 
+# What the first argument of a step contributes (e.g. a Lab: its model and evaluation sets, and
+# the cache its records live in): `context(arguments)` -> (key fields, cache or None).
+Context = Callable[[Mapping[str, Any]], "tuple[dict[str, Any], Cache | None]"]
+
+
 def recorded(experiment: str, name: str | None = None, *, ignore: Iterable[str] = (),
              encode: Callable[[Any], Any] = lambda v: v,
-             decode: Callable[[Any], Any] = lambda v: v) -> Callable[[Callable], Callable]:
+             decode: Callable[[Any], Any] = lambda v: v,
+             context: Context | None = None) -> Callable[[Callable], Callable]:
     """Decorate a step whose value is stored under `experiment`: the key is `{"name": name}`
     plus the step's bound arguments (defaults included, `key_of` each), less those in `ignore`
-    (the data every step reads, whose file hash the schema's inputs already carry). The
-    decorated step takes a keyword `cache` (a `Cache`), passed on to the step if it asks for
-    one (to read another record) and never part of the key; `step.key(*args, **kwargs)` is the
-    key alone. Nobody writes a key: renaming an argument or adding a setting changes it."""
-    skip = {"cache", *ignore}
+    (the data every step reads, whose file hash the schema's inputs already carry). Nobody
+    writes a key: renaming an argument or adding a setting changes it.
+
+    - `step(*args, cache=…, force=False, **kwargs)`: the stored value, computed if absent. The
+      keyword `cache` (a `Cache`) is passed on to the step if it asks for one (to read another
+      record) and is never part of the key. `step.key(*args, **kwargs)` is the key alone.
+    - `step.each(items, *args, cache=…, force=False, progress=True, **kwargs)`: a step whose
+      parameter `item` is one of `items` (name -> item) is run for each, each stored as it
+      finishes (`Cache.for_each`: a rerun resumes); the item is in its record's key, not in
+      the step's.
+    - `context`: the step's first parameter is a setting that is not JSON (e.g. a Lab);
+      `context(arguments)` gives what it contributes to the key, in place of the name, and the
+      cache when the call names none."""
+    skip = {"cache", "item", *ignore}
 
     def wrap(fn: Callable) -> Callable:
         sig = inspect.signature(fn)
         wants_cache = "cache" in sig.parameters
         label = name or fn.__name__
+        first = next(iter(sig.parameters)) if context else None
+
+        def bound(args: tuple, kwargs: dict) -> dict[str, Any]:
+            b = sig.bind_partial(*args, **kwargs)
+            b.apply_defaults()
+            return dict(b.arguments)
+
+        def key_and_cache(arguments: dict[str, Any], cache: Cache | None) -> tuple[dict, Cache]:
+            base, own = context(arguments) if context else ({"name": label}, None)
+            return {**base, **{k: key_of(v) for k, v in arguments.items()
+                               if k not in skip and k != first}}, cache or own
 
         def key(*args: Any, **kwargs: Any) -> dict[str, Any]:
-            bound = sig.bind_partial(*args, **kwargs)
-            bound.apply_defaults()
-            return {"name": label, **{k: key_of(v) for k, v in bound.arguments.items()
-                                      if k not in skip}}
+            return key_and_cache(bound(args, kwargs), None)[0]
 
         @functools.wraps(fn)
-        def step(*args: Any, cache: Cache, **kwargs: Any) -> Any:
+        def step(*args: Any, cache: Cache | None = None, force: bool = False, **kwargs: Any) -> Any:
+            k, cache = key_and_cache(bound(args, kwargs), cache)
+            if cache is None:
+                raise TypeError(f"{label}: pass cache=… (a results.Cache)")
             extra = {"cache": cache} if wants_cache else {}
-            k = key(*args, **kwargs)
             value = decode(cache.cached(experiment, k,
-                                        lambda: encode(fn(*args, **kwargs, **extra))))
+                                        lambda: encode(fn(*args, **kwargs, **extra)), force=force))
             _ORIGINS[id(value)] = (value, k)
             return value
 
+        def each(items: Mapping[str, Any], *args: Any, cache: Cache | None = None,
+                 force: bool = False, progress: bool = True, **kwargs: Any) -> dict[str, Any]:
+            if "item" not in sig.parameters:
+                raise TypeError(f"{label} has no parameter `item`: it is not run per item")
+            arguments = bound(args, {**kwargs, "item": None})
+            k, cache = key_and_cache(arguments, cache)
+            if cache is None:
+                raise TypeError(f"{label}: pass cache=… (a results.Cache)")
+            extra = {"cache": cache} if wants_cache else {}
+            stored = cache.for_each(
+                experiment, k, items,
+                lambda _name, item: encode(fn(*args, **{**kwargs, "item": item}, **extra)),
+                force=force, progress=progress)
+            return {n: decode(v) for n, v in stored.items()}
+
         step.key = key  # type: ignore[attr-defined]
+        step.each = each  # type: ignore[attr-defined]
         return step
 
     return wrap

@@ -271,3 +271,43 @@ def test_a_recorded_step_is_keyed_by_its_bound_arguments(tmp_path):
     with pytest.raises(TypeError, match="cannot enter a record's key"):
         square.key(object(), 1.5, shift=object())
     assert cache.get("toy_students", {"name": "square", "x": 3, "shift": 2}) == {"y": 12}
+
+
+def test_a_recorded_step_runs_per_item_and_takes_its_context_from_its_first_argument(tmp_path):
+    import pytest
+
+    from layerlab.settings import RecoveryConfig
+
+    cache = results.Cache("smoke", root=tmp_path)
+    calls = []
+
+    class Source:  # what a Lab is to a P2 step: key fields and a cache, not JSON
+        model = "m"
+
+    def context(arguments):
+        return {"model": arguments["source"].model}, cache
+
+    @results.recorded("toy_students", context=context, ignore=("scratch",))
+    def step(source, item, *, scale, settings, scratch):
+        calls.append(item)
+        scratch.append(item)
+        return {"y": item * scale}
+
+    cfg = RecoveryConfig()
+    assert step.key(Source(), None, scale=2, settings=cfg, scratch=[]) == {
+        "model": "m", "scale": 2, "settings": results.key_of(cfg.key())}  # no name, item, scratch
+    out = step.each({"a": 1, "b": 2}, Source(), scale=2, settings=cfg, scratch=[], progress=False)
+    assert out == {"a": {"y": 2}, "b": {"y": 4}} and calls == [1, 2]
+    again = step.each({"b": 2, "c": 3}, Source(), scale=2, settings=cfg, scratch=[], progress=False)
+    assert again == {"b": {"y": 4}, "c": {"y": 6}} and calls == [1, 2, 3]  # b was stored
+    step.each({"b": 2}, Source(), scale=3, settings=cfg, scratch=[], progress=False)
+    assert calls == [1, 2, 3, 2]  # another setting, another record
+
+    @results.recorded("toy_students")
+    def plain(x):
+        return x
+
+    with pytest.raises(TypeError, match="pass cache="):
+        plain(1)
+    with pytest.raises(TypeError, match="no parameter `item`"):
+        plain.each({"a": 1}, cache=cache)

@@ -19,7 +19,7 @@ import pandas as pd
 from layerlab import claims
 from layerlab.anatomy import weights as w
 from layerlab.anatomy.declarations import DECLARATIONS
-from layerlab.anatomy.lab import Lab, ProfileOrLab
+from layerlab.anatomy.lab import Lab, ProfileOrLab, recorded
 
 __all__ = ["CHAPTER", "CONSTANT", "DeltaResult", "IID", "INVARIANT_MEASURES", "PAIR_RESAMPLES", "POSITIVE",
            "STRUCTURED", "aligned_mlp", "assess", "assess_oscillation", "assess_value",
@@ -38,14 +38,16 @@ def _nanmean(x: np.ndarray) -> float:
     return float(x[np.isfinite(x)].mean()) if np.isfinite(x).any() else float("nan")
 
 
-def measure(lab: Lab) -> dict[str, Any]:
-    """Per type and stack: delta correlations per layer pair and the two closed-form predictions."""
+@recorded("delta_correlation", reads_e1=False)
+def measure(lab: Lab, init_std: float) -> dict[str, Any]:
+    """Per type and stack (the controls drawn at `init_std`): delta correlations per layer pair
+    and the two closed-form predictions; cached."""
     lm = lab.lm
     types = w.tensor_types(lm)
     rows, preds = [], []
     for label, name in types.items():
         is_norm = w.value(lm.blocks[0], name).ndim == 1
-        for kind, s in w.controls(lm, name, lab.cfg.init_std).items():
+        for kind, s in w.controls(lm, name, init_std).items():
             dc = w.delta_correlation(s)
             rows += [{"type": label, "stack": kind, "pair": l, "delta_corr": float(v)}
                      for l, v in enumerate(dc)]
@@ -80,8 +82,7 @@ def run(lab: ProfileOrLab) -> DeltaResult:
     """Chapter 08's measurement, cached under the model and init std: `per_pair` (one row per
     type, stack and layer pair), `predictions` (one row per type) and their `summary`."""
     lab = Lab.of(lab)
-    value = lab.cache.cached("delta_correlation", lab.key(reads_e1=False, init_std=lab.cfg.init_std),
-                             lambda: measure(lab))
+    value = measure(lab, init_std=lab.cfg.init_std)
     per_pair = pd.DataFrame(value["rows"])
     preds = pd.DataFrame(value["predictions"])
     return DeltaResult(per_pair=per_pair, predictions=preds, summary=summary(per_pair, preds))
@@ -149,6 +150,7 @@ def aligned_mlp(lm, order: list[int] | None = None) -> dict[str, np.ndarray]:
     return {t: np.stack([a[t].reshape(-1) for a in aligned]) for t in names}
 
 
+@recorded("delta_invariant", reads_e1=False)
 def measure_invariant(lab: Lab) -> list[dict[str, Any]]:
     """Mean delta and adjacent correlations of the element-wise, aligned and invariant stacks,
     each beside the same stack in shuffled layer order and the independent-layers prediction."""
@@ -178,8 +180,7 @@ def measure_invariant(lab: Lab) -> list[dict[str, Any]]:
 
 def invariant(lab: Lab) -> pd.DataFrame:
     """The permutation-invariant check, cached (weights only: a minute)."""
-    rows = lab.cache.cached("delta_invariant", lab.key(reads_e1=False), lambda: measure_invariant(lab))
-    return pd.DataFrame(rows).round(3)
+    return pd.DataFrame(measure_invariant(lab)).round(3)
 
 
 def summary(per_pair: pd.DataFrame, preds: pd.DataFrame) -> pd.DataFrame:

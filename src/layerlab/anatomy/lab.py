@@ -4,7 +4,7 @@ whose keys say which model and which sentences produced a number."""
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Any
+from typing import Any, Callable, Iterable, Mapping
 
 from layerlab import models, results
 from layerlab.anatomy import evalsets
@@ -12,7 +12,7 @@ from layerlab.anatomy.evaluator import Evaluator, Scores
 from layerlab.profiles import Profile
 from layerlab.settings import AnatomySettings
 
-__all__ = ["config_for", "Lab", "ProfileOrLab"]
+__all__ = ["config_for", "Lab", "ProfileOrLab", "recorded"]
 
 
 def config_for(profile: Profile) -> AnatomySettings:
@@ -54,7 +54,8 @@ class Lab:
         return self.cfg.model
 
     def key(self, *, reads_e1: bool = True, **extra: Any) -> dict[str, Any]:
-        """Cache key: model, evaluation-set settings and whatever the experiment adds.
+        """What a record's key takes from the Lab (read by `recorded`, which adds the step's
+        arguments as `extra`): the model and the evaluation-set settings.
 
         E1's documents enter the key of an experiment that reads E1 (`reads_e1`) when set; an
         experiment that reads only E0, the weights or the in-order passage (`passage`) keeps
@@ -112,15 +113,44 @@ class Lab:
 
     def base(self, name: str) -> Scores:
         """Base scores of a set (cached)."""
-        value = self.cache.cached("anatomy_base", self.key(reads_e1=name == "E1", set=name),
-                                  lambda: self.evaluator(name).base().to_dict())
-        return Scores.from_dict(value)
+        return Scores.from_dict(_base(self, set=name))
 
     def describe_sets(self) -> list[dict[str, Any]]:
         """Size of each evaluation set (cached, so notebooks need no model to show it)."""
-        return [self.cache.cached("anatomy_sets", self.key(reads_e1=name == "E1", set=name),
-                                  lambda name=name: self.evalset(name).describe())
-                for name in ("E0", "E1")]
+        return [_sizes(self, set=name) for name in ("E0", "E1")]
 
 
 ProfileOrLab = Profile | Lab  # what every P2 experiment's `run` takes
+
+
+def _reads_e1(value: Any) -> bool:
+    return value == "E1" or (isinstance(value, (list, tuple)) and "E1" in value)
+
+
+def recorded(experiment: str, *, reads_e1: bool | str = True, ignore: Iterable[str] = (),
+             encode: Callable[[Any], Any] = lambda v: v,
+             decode: Callable[[Any], Any] = lambda v: v) -> Callable[[Callable], Callable]:
+    """Decorate a P2 step `fn(lab, …)` (`results.recorded` with the Lab as its context): its
+    records live in the Lab's cache under the Lab's key (`Lab.key`: the model and evaluation-set
+    settings) plus the step's other bound arguments, less `ignore` (state derived from those
+    arguments, e.g. a model built once for many items). `reads_e1` says whether the step reads
+    E1, or names its argument (a set's name, or several) that says so. Called as
+    `step(lab, …)`, or `step.each(items, lab, …, progress=…)` for a step run per `item`;
+    `encode`/`decode` turn its value into JSON and back (e.g. a table)."""
+    def context(arguments: Mapping[str, Any]) -> tuple[dict[str, Any], results.Cache]:
+        lab = Lab.of(next(iter(arguments.values())))
+        reads = reads_e1 if isinstance(reads_e1, bool) else _reads_e1(arguments[reads_e1])
+        return lab.key(reads_e1=reads), lab.cache
+
+    return results.recorded(experiment, ignore=ignore, encode=encode, decode=decode,
+                            context=context)
+
+
+@recorded("anatomy_base", reads_e1="set")
+def _base(lab: Lab, set: str) -> dict[str, Any]:  # noqa: A002 -- the key's field is "set"
+    return lab.evaluator(set).base().to_dict()
+
+
+@recorded("anatomy_sets", reads_e1="set")
+def _sizes(lab: Lab, set: str) -> dict[str, Any]:  # noqa: A002
+    return lab.evalset(set).describe()

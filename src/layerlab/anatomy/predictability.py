@@ -24,7 +24,7 @@ from layerlab.anatomy import weights as w
 from layerlab.anatomy.declarations import DECLARATIONS
 from layerlab.anatomy.evaluator import Scores
 from layerlab.anatomy.importance import bootstrap_weights
-from layerlab.anatomy.lab import Lab, ProfileOrLab
+from layerlab.anatomy.lab import Lab, ProfileOrLab, recorded
 
 __all__ = ["ALPHA_GRID", "CHAPTER", "DESCRIPTOR_KINDS", "DESCRIPTOR_NULLS", "PAPER_K_MANY",
            "PAPER_R2", "PARADOX_KINDS", "PredictabilityResult", "SPEC_ALPHAS", "assess", "assess_paradox", "assess_ridge",
@@ -45,15 +45,18 @@ def _mean_r2(rows: list[dict[str, Any]]) -> tuple[float, float]:
     return (float(np.mean([r["r2"] for r in rows])), float(np.mean([r["cosine"] for r in rows])))
 
 
-def measure_ridge(lab: Lab) -> list[dict[str, Any]]:
-    """R² and cosine per type × stack × protocol × α, and the two baselines."""
+@recorded("ridge_predictability", reads_e1=False, decode=pd.DataFrame)
+def measure_ridge(lab: Lab, init_std: float, alphas: tuple[float, ...] = ALPHA_GRID
+                  ) -> list[dict[str, Any]]:
+    """R² and cosine per type × stack × protocol × α (`alphas` on the real weights, the spec's
+    on the controls drawn at `init_std`), and the two baselines; cached, as a table."""
     rows = []
     for label, name in w.tensor_types(lab.lm).items():
-        for stack_kind, s in w.controls(lab.lm, name, lab.cfg.init_std).items():
+        for stack_kind, s in w.controls(lab.lm, name, init_std).items():
             gram = w.Gram.of(s)
-            alphas = ALPHA_GRID if stack_kind == "real" else SPEC_ALPHAS
+            grid = alphas if stack_kind == "real" else SPEC_ALPHAS
             for protocol in ("in_sample", "forward", "loo"):
-                for alpha in alphas:
+                for alpha in grid:
                     if protocol == "loo" and alpha not in SPEC_ALPHAS:
                         continue
                     r2, cos = _mean_r2(w.ridge_scores(gram, alpha, protocol))
@@ -70,6 +73,7 @@ def measure_ridge(lab: Lab) -> list[dict[str, Any]]:
     return rows
 
 
+@recorded("descriptor_predictability", reads_e1=False, decode=pd.DataFrame)
 def measure_descriptors(lab: Lab) -> list[dict[str, Any]]:
     """§5.2 P3: forward-split R² of permutation-invariant descriptors of each matrix type."""
     rows = []
@@ -87,6 +91,7 @@ def measure_descriptors(lab: Lab) -> list[dict[str, Any]]:
 DESCRIPTOR_NULLS = ("real", "shuffled order", "i.i.d. Gaussian, matched std")
 
 
+@recorded("descriptor_nulls", reads_e1=False, decode=pd.DataFrame)
 def measure_descriptor_nulls(lab: Lab) -> list[dict[str, Any]]:
     """The descriptor R² of the real layers beside two nulls: the real layers' descriptors in
     shuffled layer order, and the descriptors of i.i.d. Gaussian matrices with each real layer's
@@ -119,6 +124,8 @@ def descriptor_null_table(rows: pd.DataFrame) -> pd.DataFrame:
                             sort=False)[list(DESCRIPTOR_NULLS)].round(3)
 
 
+@recorded("prediction_vs_mean", reads_e1=False, encode=lambda t: t.to_dict(orient="list"),
+          decode=pd.DataFrame)
 def prediction_vs_mean(lab: Lab, alpha: float) -> pd.DataFrame:
     """For the paradox's layers: how far the ridge prediction lies from the mean of the training
     layers and from the real layer (relative Frobenius distances over all matrix types)."""
@@ -170,15 +177,17 @@ def diagnose_paradox(lab: Lab, alpha: float) -> pd.DataFrame:
     plan = {"unedited": {"kind": "unedited", "k": 0, "layers": []}}
     plan.update({f"{kind}-k{k}": {"kind": kind, "k": k, "layers": layers}
                  for kind in PARADOX_KINDS for k, layers in paradox_layers(lab.n_layers).items()})
-    stored = lab.cache.for_each(
-        "paradox_outputs", lab.key(reads_e1=False, alpha=alpha), plan,
-        lambda _n, item: output_diagnostics(lab, item["kind"], item["layers"], alpha),
-        progress=lab.progress)
+    stored = _outputs.each(plan, lab, alpha=alpha, progress=lab.progress)
     rows = [{"substitute": it["kind"], "k": it["k"], **stored[name]} for name, it in plan.items()]
     df = pd.DataFrame(rows)
     df["log10 vocabulary"] = float(np.log10(len(lab.lm.tokenizer)))
     df["log10 ppl"] = np.log10(df["ppl"])
     return df.round(3)
+
+
+@recorded("paradox_outputs", reads_e1=False)
+def _outputs(lab: Lab, item: dict[str, Any], *, alpha: float) -> dict[str, float]:
+    return output_diagnostics(lab, item["kind"], item["layers"], alpha)
 
 
 def k_reading(outputs: pd.DataFrame) -> str:
@@ -274,18 +283,7 @@ def run_paradox(lab: Lab, alpha: float) -> pd.DataFrame:
     plan = {f"{s}-{kind}-k{k}": {"set": s, "kind": kind, "k": k, "layers": layers}
             for kind in PARADOX_KINDS for k, layers in paradox_layers(lab.n_layers).items()
             for s in ("E0", "E1")}
-    last: dict[tuple, Any] = {}
-
-    def compute(_n: str, item: dict[str, Any]) -> dict[str, Any]:
-        which = (item["kind"], tuple(item["layers"]))
-        if which not in last:
-            last.clear()
-            values = substitutes(lab, item["layers"], item["kind"], alpha)
-            last[which] = w.replace_edit(lab.lm, values)
-        return lab.evaluator(item["set"]).evaluate(last[which]).to_dict()
-
-    stored = lab.cache.for_each("paradox", lab.key(alpha=alpha), plan, compute,
-                                progress=lab.progress)
+    stored = _paradox.each(plan, lab, alpha=alpha, last={}, progress=lab.progress)
     rows = []
     draws: dict[str, np.ndarray] = {}  # per set: the sentences of each bootstrap resample
     for key, item in plan.items():
@@ -301,6 +299,18 @@ def run_paradox(lab: Lab, alpha: float) -> pd.DataFrame:
                      "deg": 100 * (sc.ppl / base.ppl - 1), "lo": lo, "hi": hi})
     # the table reads set by set (stable: substitutes and k keep their order within a set)
     return pd.DataFrame(rows).sort_values("set", kind="stable").reset_index(drop=True)
+
+
+# `last` keeps the previous item's edit (the tensors of one substitute, built from `alpha`)
+@recorded("paradox", ignore=("last",))
+def _paradox(lab: Lab, item: dict[str, Any], *, alpha: float,
+             last: dict[tuple, Any]) -> dict[str, Any]:
+    which = (item["kind"], tuple(item["layers"]))
+    if which not in last:
+        last.clear()
+        values = substitutes(lab, item["layers"], item["kind"], alpha)
+        last[which] = w.replace_edit(lab.lm, values)
+    return lab.evaluator(item["set"]).evaluate(last[which]).to_dict()
 
 
 @dataclass(frozen=True, eq=False)  # tables: compared field by field, not with ==
@@ -321,20 +331,12 @@ def run(lab: ProfileOrLab) -> PredictabilityResult:
     descriptors and their nulls, the operating α (gate_proj's in-sample R² nearest the paper's), and
     at that α the paradox, its output diagnostics and the predictions' distance from the mean."""
     lab = Lab.of(lab)
-    key = lab.key(reads_e1=False, init_std=lab.cfg.init_std, alphas=list(ALPHA_GRID))
-    ridge = pd.DataFrame(lab.cache.cached("ridge_predictability", key, lambda: measure_ridge(lab)))
-    desc = pd.DataFrame(lab.cache.cached("descriptor_predictability", lab.key(reads_e1=False),
-                                         lambda: measure_descriptors(lab)))
-    nulls = pd.DataFrame(lab.cache.cached("descriptor_nulls", lab.key(reads_e1=False),
-                                          lambda: measure_descriptor_nulls(lab)))
+    ridge = measure_ridge(lab, init_std=lab.cfg.init_std)
     alpha = operating_alpha(ridge)
     return PredictabilityResult(
-        ridge=ridge, descriptors=desc, alpha=alpha, descriptor_nulls=nulls,
-        paradox=run_paradox(lab, alpha),
-        prediction_vs_mean=pd.DataFrame(lab.cache.cached(
-            "prediction_vs_mean", lab.key(reads_e1=False, alpha=alpha),
-            lambda: prediction_vs_mean(lab, alpha).to_dict(orient="list"))),
-        outputs=diagnose_paradox(lab, alpha))
+        ridge=ridge, descriptors=measure_descriptors(lab), alpha=alpha,
+        descriptor_nulls=measure_descriptor_nulls(lab), paradox=run_paradox(lab, alpha),
+        prediction_vs_mean=prediction_vs_mean(lab, alpha), outputs=diagnose_paradox(lab, alpha))
 
 
 def protocol_table(ridge: pd.DataFrame, alpha: float) -> pd.DataFrame:

@@ -37,7 +37,7 @@ from layerlab.anatomy import edits, importance, strategies
 from layerlab.anatomy import weights as w
 from layerlab.anatomy.declarations import DECLARATIONS as P2
 from layerlab.anatomy.evaluator import Evaluator
-from layerlab.anatomy.lab import Lab
+from layerlab.anatomy.lab import Lab, recorded
 from layerlab.anatomy.predictability import ALPHA_GRID
 from layerlab.depth import geometry, lens
 from layerlab.depth.declarations import DECLARATIONS as P1
@@ -183,18 +183,26 @@ def run(lab: Lab) -> dict[str, Any]:
     per matrix; S (chapter 06's target set, from chapter 05's map)."""
     layers = strategies.target_set(importance.run(lab).table)
     items = {"stand-in": {"seed": None}} | {f"dithered-s{s}": {"seed": s} for s in SEEDS}
-    key = lab.key(reads_e1=False, precision={"copy": "stand-in + U(± d/2)", "seeds": list(SEEDS),
-                             "windows": WINDOWS, "window_len": WINDOW_LEN,
-                             "lens_windows": LENS_WINDOWS, "layers": layers})
-
-    def compute(_name: str, item: dict[str, Any]) -> dict[str, float]:
-        return measure(lab, item["seed"], layers)
-
-    stored = lab.cache.for_each(EXPERIMENT, key, items, compute, progress=lab.progress)
-    errors = lab.cache.cached(f"{EXPERIMENT}_error", key,
-                              lambda: error_share(lab.lm).to_dict("records"))
+    stored = _copy.each(items, lab, precision=_settings(layers), progress=lab.progress)
+    errors = _error(lab, precision=_settings(layers))
     return {"values": pd.DataFrame(stored).rename_axis("statistic"),
             "errors": pd.DataFrame(errors), "layers": layers}
+
+
+def _settings(layers: list[int]) -> dict[str, Any]:
+    """What the records depend on besides the model: how the copies are made and measured."""
+    return {"copy": "stand-in + U(± d/2)", "seeds": list(SEEDS), "windows": WINDOWS,
+            "window_len": WINDOW_LEN, "lens_windows": LENS_WINDOWS, "layers": layers}
+
+
+@recorded(EXPERIMENT, reads_e1=False)
+def _copy(lab: Lab, item: dict[str, Any], *, precision: dict[str, Any]) -> dict[str, float]:
+    return measure(lab, item["seed"], precision["layers"])
+
+
+@recorded(f"{EXPERIMENT}_error", reads_e1=False)
+def _error(lab: Lab, *, precision: dict[str, Any]) -> list[dict[str, Any]]:
+    return error_share(lab.lm).to_dict("records")
 
 
 def movement(values: pd.DataFrame) -> pd.DataFrame:

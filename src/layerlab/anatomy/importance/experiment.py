@@ -22,7 +22,7 @@ from layerlab.anatomy.importance.measurement import (
     range_statistic,
     with_classes,
 )
-from layerlab.anatomy.lab import Lab, ProfileOrLab
+from layerlab.anatomy.lab import Lab, ProfileOrLab, recorded
 
 __all__ = ["run_map", "similarity", "ImportanceResult", "run", "UNTRAINED_METHODS", "untrained_map"]
 
@@ -32,23 +32,25 @@ def run_map(lab: Lab, *, force: bool = False) -> dict[tuple[str, str, int], Scor
     plan = {f"{s}-{m}-L{l:02d}": {"set": s, "method": m, "layer": l}
             for s, methods in lab.cfg.map_methods.items() for m in methods
             for l in range(lab.n_layers)}
-
-    def compute(_name: str, item: dict[str, Any]) -> dict[str, Any]:
-        ev = lab.evaluator(item["set"])
-        return ev.evaluate(method_edit(item["method"], item["layer"])).to_dict()
-
-    stored = lab.cache.for_each("importance_map", lab.key(), plan, compute, force=force,
-                                progress=lab.progress)
+    stored = _map_item.each(plan, lab, force=force, progress=lab.progress)
     return {(plan[k]["set"], plan[k]["method"], plan[k]["layer"]): Scores.from_dict(v)
             for k, v in stored.items()}
+
+
+@recorded("importance_map")
+def _map_item(lab: Lab, item: dict[str, Any]) -> dict[str, Any]:
+    return lab.evaluator(item["set"]).evaluate(method_edit(item["method"], item["layer"])).to_dict()
 
 
 def similarity(lab: Lab) -> pd.DataFrame:
     """`layer_similarity` on E1, cached: the removal-based metrics (Block Influence, angular
     distance) that `anchors` ranks the map against."""
-    value = lab.cache.cached("layer_similarity", lab.key(set="E1"), lambda: layer_similarity(
-        lab.lm, lab.evaluator("E1")).to_dict(orient="list"))
-    return pd.DataFrame(value)
+    return pd.DataFrame(_similarity(lab, set="E1"))
+
+
+@recorded("layer_similarity", reads_e1="set")
+def _similarity(lab: Lab, set: str) -> dict[str, list]:  # noqa: A002 -- the key's field is "set"
+    return layer_similarity(lab.lm, lab.evaluator(set)).to_dict(orient="list")
 
 
 @dataclass(frozen=True, eq=False)  # tables: compared field by field, not with ==
@@ -93,30 +95,29 @@ def untrained_map(lab: Lab, *, seed: int = 0, force: bool = False,
     initialisation) on `sets` (default: the map's sets), as a degradation table with classes.
     Cached item by item."""
     sets = list(sets or lab.cfg.map_methods)
-    held: dict[str, Any] = {}
-
-    def evaluator(name: str):
-        if name not in held:
-            if "twin" not in held:
-                held["twin"] = models.untrained_twin(lab.lm, seed=seed)
-            held[name] = Evaluator(held["twin"], lab.evalset(name),
-                                   batch_tokens=lab.cfg.batch_tokens, progress=lab.progress)
-        return held[name]
-
     plan: dict[str, dict[str, Any]] = {f"{s}-base": {"set": s, "method": None, "layer": None}
                                        for s in sets}
     plan.update({f"{s}-{m}-L{l:02d}": {"set": s, "method": m, "layer": l}
                  for s in sets for m in UNTRAINED_METHODS for l in range(lab.n_layers)})
-
-    def compute(_name: str, item: dict[str, Any]) -> dict[str, Any]:
-        ev = evaluator(item["set"])
-        if item["method"] is None:
-            return ev.base().to_dict()
-        return ev.evaluate(method_edit(item["method"], item["layer"])).to_dict()
-
-    stored = lab.cache.for_each("importance_map", lab.key(reads_e1="E1" in sets, twin="untrained", seed=seed), plan,
-                                compute, force=force, progress=lab.progress)
+    stored = _twin_item.each(plan, lab, seed=seed, sets=sets, held={}, force=force,
+                             progress=lab.progress)
     bases = {s: Scores.from_dict(stored[f"{s}-base"]) for s in sets}
     runs = {(it["set"], it["method"], it["layer"]): Scores.from_dict(stored[k])
             for k, it in plan.items() if it["method"] is not None}
     return with_classes(degradation_table(runs, bases, resamples=lab.cfg.bootstrap), lab.n_layers)
+
+
+# `twin` marks these records apart from the trained map's (one experiment); the sets are in
+# each item (`sets` only says whether E1 is read); `held` keeps the twin and its evaluators
+@recorded("importance_map", reads_e1="sets", ignore=("sets", "held"))
+def _twin_item(lab: Lab, item: dict[str, Any], *, twin: str = "untrained", seed: int,
+               sets: list[str], held: dict[str, Any]) -> dict[str, Any]:
+    if item["set"] not in held:
+        if "twin" not in held:
+            held["twin"] = models.untrained_twin(lab.lm, seed=seed)
+        held[item["set"]] = Evaluator(held["twin"], lab.evalset(item["set"]),
+                                      batch_tokens=lab.cfg.batch_tokens, progress=lab.progress)
+    ev = held[item["set"]]
+    if item["method"] is None:
+        return ev.base().to_dict()
+    return ev.evaluate(method_edit(item["method"], item["layer"])).to_dict()

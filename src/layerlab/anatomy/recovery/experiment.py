@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 import torch
 
-from layerlab.anatomy.lab import Lab, ProfileOrLab
+from layerlab.anatomy.lab import Lab, ProfileOrLab, recorded
 from layerlab.anatomy.recovery.train import calibrate_sigma, recover, training_windows
 from layerlab.settings import RecoveryConfig
 
@@ -60,23 +60,22 @@ def no_damage_items(cfg: RecoveryConfig) -> dict[str, dict[str, Any]]:
 
 def _stored(lab: Lab, todo: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Every run `todo` names (fixed σ, equal damage or no damage), each cached as it finishes
-    under the recovery key; the training windows are built once per seed."""
-    cfg = config_for(lab)
-    windows: dict[int, torch.Tensor] = {}
+    under the recovery settings; the training windows are built once per seed."""
+    return _run_item.each(todo, lab, recovery=config_for(lab), windows={}, progress=lab.progress)
 
-    def compute(_name: str, item: dict[str, Any]) -> dict[str, Any]:
-        seed = item["seed"]
-        if seed not in windows:
-            windows[seed] = training_windows(lab.lm.tokenizer, cfg, seed)
-        if item["condition"] == NO_DAMAGE:
-            return recover(lab, item["layer"], 0.0, cfg, windows=windows[seed], seed=seed,
-                           damage=False)
-        sigma = (cfg.sigma if item["condition"] == "fixed σ"
-                 else calibrate_sigma(lab, item["layer"], cfg, seed=seed))
-        return recover(lab, item["layer"], sigma, cfg, windows=windows[seed], seed=seed)
 
-    return lab.cache.for_each("recovery", lab.key(reads_e1=False, recovery=cfg.key()), todo, compute,
-                              progress=lab.progress)
+# `windows` keeps each seed's training windows (drawn from the recovery settings) across runs
+@recorded("recovery", reads_e1=False, ignore=("windows",))
+def _run_item(lab: Lab, item: dict[str, Any], *, recovery: RecoveryConfig,
+              windows: dict[int, torch.Tensor]) -> dict[str, Any]:
+    seed, cfg = item["seed"], recovery
+    if seed not in windows:
+        windows[seed] = training_windows(lab.lm.tokenizer, cfg, seed)
+    if item["condition"] == NO_DAMAGE:
+        return recover(lab, item["layer"], 0.0, cfg, windows=windows[seed], seed=seed, damage=False)
+    sigma = (cfg.sigma if item["condition"] == "fixed σ"
+             else calibrate_sigma(lab, item["layer"], cfg, seed=seed))
+    return recover(lab, item["layer"], sigma, cfg, windows=windows[seed], seed=seed)
 
 
 def run_no_damage(lab: ProfileOrLab) -> pd.DataFrame:

@@ -16,7 +16,7 @@ from layerlab import paper
 from layerlab.anatomy import edits
 from layerlab.anatomy.evaluator import Scores
 from layerlab.anatomy.importance import degradation_table
-from layerlab.anatomy.lab import Lab, ProfileOrLab
+from layerlab.anatomy.lab import Lab, ProfileOrLab, recorded
 from layerlab.anatomy.strategies.measurement import (
     DIRECTIONS,
     MATCHED_DAMAGE,
@@ -97,10 +97,7 @@ def run(lab: ProfileOrLab, target: list[int]) -> StrategiesResult:
     if not target:
         raise ValueError("the target set is empty: chapter 05's map found no connective layers")
     items = plan(lab, target)
-    stored = lab.cache.for_each(
-        "manipulation", lab.key(target=target), items,
-        lambda _n, item: lab.evaluator(item["set"]).evaluate(_item_edit(item)).to_dict(),
-        progress=lab.progress)
+    stored = _manipulation.each(items, lab, target=target, progress=lab.progress)
     bases = {s: lab.base(s) for s in ("E0", "E1")}
     out = {}
     for part in ("joint", "single", "alpha"):
@@ -124,6 +121,12 @@ def run(lab: ProfileOrLab, target: list[int]) -> StrategiesResult:
                             target=target)
 
 
+# the item holds its layers; the target set names the plan they come from
+@recorded("manipulation")
+def _manipulation(lab: Lab, item: dict[str, Any], *, target: list[int]) -> dict[str, Any]:
+    return lab.evaluator(item["set"]).evaluate(_item_edit(item)).to_dict()
+
+
 def matched(lab: ProfileOrLab, target: list[int], importance_table: pd.DataFrame, *,
             k_max: int = 15) -> MatchedResult:
     """Chapter 06's controls for size: (1) every strategy at the relative weight change of
@@ -137,18 +140,11 @@ def matched(lab: ProfileOrLab, target: list[int], importance_table: pd.DataFrame
                         for _, r in sizes[sizes["strategy"] == name].iterrows()}
                  for name in DIRECTIONS}
     order = least_important(importance_table, lab.n_layers, k_max)
-    sets = {"E0": ("E0", 0), "E1 subset": ("E1", SUBSET_TOKENS)}
-    key = lab.key(target=target, size=MATCHED_SIZE, damage=MATCHED_DAMAGE, subset=SUBSET_TOKENS,
-                  order=order)
-
-    def ev(set_label: str):
-        return lab.evaluator(*sets[set_label])
-
     items: dict[str, dict[str, Any]] = {}
     for name in DIRECTIONS:
         for l in target:
             items[f"damage-{name}-L{l:02d}"] = {"part": "damage", "strategy": name, "layer": l}
-    for s in sets:
+    for s in _MATCHED_SETS:
         items[f"base-{s}"] = {"part": "base", "set": s}
         for name in DIRECTIONS:
             items[f"size-{s}-{name}"] = {"part": "size joint", "set": s, "strategy": name}
@@ -157,33 +153,39 @@ def matched(lab: ProfileOrLab, target: list[int], importance_table: pd.DataFrame
             for k in range(1, len(order) + 1):
                 items[f"k-{s}-{name}-{k:02d}"] = {"part": "k", "set": s, "strategy": name, "k": k}
     done: dict[str, Any] = {}
-
-    def damage_fractions(name: str) -> dict[int, float]:
-        return {l: done[f"damage-{name}-L{l:02d}"]["fraction"] for l in target}
-
-    def compute(item_name: str, item: dict[str, Any]) -> Any:
-        part = item["part"]
-        if part == "damage":
-            e0 = lab.evaluator("E0")
-            return _bisect_fraction(e0, item["strategy"], item["layer"], e0.base().ppl,
-                                    MATCHED_DAMAGE)
-        if part == "base":
-            return ev(item["set"]).base().to_dict()
-        if part == "size joint":
-            e = _partial(item["strategy"], target, size_frac[item["strategy"]])
-        elif part == "damage joint":
-            e = _partial(item["strategy"], target, damage_fractions(item["strategy"]))
-        else:
-            e = _edit(item["strategy"], order[: item["k"]])
-        return ev(item["set"]).evaluate(e).to_dict()
-
+    settings = {"target": target, "size": MATCHED_SIZE, "damage": MATCHED_DAMAGE,
+                "subset": SUBSET_TOKENS, "order": order, "size_frac": size_frac, "done": done}
     # damage items first: the joint runs at matched damage read their fractions
     first = {k: v for k, v in items.items() if v["part"] == "damage"}
-    done.update(lab.cache.for_each("manipulation_matched", key, first, compute,
-                                   progress=lab.progress))
-    done.update(lab.cache.for_each("manipulation_matched", key, items, compute,
-                                   progress=lab.progress))
+    done.update(_matched_item.each(first, lab, **settings, progress=lab.progress))
+    done.update(_matched_item.each(items, lab, **settings, progress=lab.progress))
     return _matched_tables(done, items, sizes, size_frac, target, order, lab.cfg.bootstrap)
+
+
+_MATCHED_SETS = ("E0", "E1 subset")  # joint edits are scored on E0 and on a subset of E1
+
+
+# `size_frac` (from the target's weights and `size`) and `done` (the bisections' records, which
+# the joint runs at matched damage read) follow from the key's arguments
+@recorded("manipulation_matched", ignore=("size_frac", "done"))
+def _matched_item(lab: Lab, item: dict[str, Any], *, target: list[int], size: float,
+                  damage: float, subset: int, order: list[int],
+                  size_frac: dict[str, dict[int, float]], done: dict[str, Any]) -> Any:
+    part = item["part"]
+    if part == "damage":
+        e0 = lab.evaluator("E0")
+        return _bisect_fraction(e0, item["strategy"], item["layer"], e0.base().ppl, damage)
+    ev = lab.evaluator(*{"E0": ("E0", 0), "E1 subset": ("E1", subset)}[item["set"]])
+    if part == "base":
+        return ev.base().to_dict()
+    if part == "size joint":
+        e = _partial(item["strategy"], target, size_frac[item["strategy"]])
+    elif part == "damage joint":
+        fractions = {l: done[f"damage-{item['strategy']}-L{l:02d}"]["fraction"] for l in target}
+        e = _partial(item["strategy"], target, fractions)
+    else:
+        e = _edit(item["strategy"], order[: item["k"]])
+    return ev.evaluate(e).to_dict()
 
 
 def _matched_tables(done, items, sizes, size_frac, target, order, resamples) -> dict[str, Any]:
@@ -211,20 +213,22 @@ def _matched_tables(done, items, sizes, size_frac, target, order, resamples) -> 
 def generations(lab: ProfileOrLab, target: list[int]) -> pd.DataFrame:
     """Greedy continuations of the fixed prompts under each condition, with repetition scores."""
     lab = Lab.of(lab)
-    n_new = lab.cfg.generate_tokens
     conds = generation_conditions(target, lab.n_layers)
-
-    def compute(name: str, _item: Any) -> list[dict[str, Any]]:
-        rows = []
-        with edits.applied(lab.lm, conds[name]):
-            for prompt in PROMPTS:
-                tokens = greedy(lab.lm, prompt, n_new)
-                rows.append({"prompt": prompt, "text": lab.lm.tokenizer.decode(tokens),
-                             "distinct_2": distinct_2(tokens), "repeated_3": repeated_3(tokens),
-                             "tokens": len(tokens)})
-        return rows
-
-    stored = lab.cache.for_each("generations", lab.key(reads_e1=False, target=target, new_tokens=n_new,
-                                                       prompts=list(PROMPTS)),
-                                {c: c for c in conds}, compute, progress=lab.progress)
+    stored = _generation.each({c: c for c in conds}, lab, target=target,
+                              new_tokens=lab.cfg.generate_tokens, prompts=list(PROMPTS),
+                              conds=conds, progress=lab.progress)
     return pd.DataFrame([{"condition": c, **row} for c, rows in stored.items() for row in rows])
+
+
+# the item is a condition's name; `conds` (its edits) follow from the target set
+@recorded("generations", reads_e1=False, ignore=("conds",))
+def _generation(lab: Lab, item: str, *, target: list[int], new_tokens: int, prompts: list[str],
+                conds: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = []
+    with edits.applied(lab.lm, conds[item]):
+        for prompt in prompts:
+            tokens = greedy(lab.lm, prompt, new_tokens)
+            rows.append({"prompt": prompt, "text": lab.lm.tokenizer.decode(tokens),
+                         "distinct_2": distinct_2(tokens), "repeated_3": repeated_3(tokens),
+                         "tokens": len(tokens)})
+    return rows
