@@ -28,7 +28,7 @@ import re
 import tempfile
 import time
 import zipfile
-from dataclasses import dataclass, field, is_dataclass
+from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
@@ -425,7 +425,7 @@ def key_of(value: Any) -> Any:
     """What an argument contributes to a record's key: a value returned by a `recorded` step
     contributes that record's key (a fit started at the converged fit is keyed by it, not by
     its numbers); tuples become lists, as JSON stores them; a settings object enters as its
-    `key()`, plain JSON values as they are. Anything else (an array, a table) is refused: pass it under `ignore`."""
+    `key()`, another dataclass field by field, plain JSON values as they are. Anything else (an array, a table) is refused: pass it under `ignore`."""
     origin = _ORIGINS.get(id(value))
     if origin is not None and origin[0] is value:
         return origin[1]
@@ -435,8 +435,9 @@ def key_of(value: Any) -> Any:
         return {str(k): key_of(v) for k, v in value.items()}
     if value is None or isinstance(value, (str, bool, int, float)):
         return value
-    if is_dataclass(value) and not isinstance(value, type) and callable(getattr(value, "key", None)):
-        return key_of(value.key())  # a settings object: what results depend on
+    if is_dataclass(value) and not isinstance(value, type):
+        # a settings object enters as what results depend on; any other record, field by field
+        return key_of(value.key() if callable(getattr(value, "key", None)) else asdict(value))
     raise TypeError(f"a {type(value).__name__} cannot enter a record's key: pass it as a "
                     f"recorded step's value, as plain settings, or name its argument in `ignore`")
 
@@ -449,7 +450,8 @@ Context = Callable[[Mapping[str, Any]], "tuple[dict[str, Any], Cache | None]"]
 def recorded(experiment: str, name: str | None = None, *, ignore: Iterable[str] = (),
              encode: Callable[[Any], Any] = lambda v: v,
              decode: Callable[[Any], Any] = lambda v: v,
-             context: Context | None = None) -> Callable[[Callable], Callable]:
+             context: Context | None = None, record: Callable[[Mapping[str, Any]], str] | None = None,
+             arrays: bool = False) -> Callable[[Callable], Callable]:
     """Decorate a step whose value is stored under `experiment`: the key is `{"name": name}`
     plus the step's bound arguments (defaults included, `key_of` each), less those in `ignore`
     (the data every step reads, whose file hash the schema's inputs already carry). Nobody
@@ -464,7 +466,12 @@ def recorded(experiment: str, name: str | None = None, *, ignore: Iterable[str] 
       the step's.
     - `context`: the step's first parameter is a setting that is not JSON (e.g. a Lab);
       `context(arguments)` gives what it contributes to the key, in place of the name, and the
-      cache when the call names none."""
+      cache when the call names none.
+    - `record(arguments)`: the name of the record a call stores (e.g. a model's), for steps
+      whose calls share a key; the arguments it reads belong in `ignore` or the context.
+    - `arrays`: the step returns (value, arrays); the arrays are stored beside the record
+      (`Cache.put_arrays`, read with `Cache.get_arrays(experiment, step.key(…), record)`) and a
+      record without its arrays is computed again."""
     skip = {"cache", "item", *ignore}
 
     def wrap(fn: Callable) -> Callable:
@@ -488,12 +495,29 @@ def recorded(experiment: str, name: str | None = None, *, ignore: Iterable[str] 
 
         @functools.wraps(fn)
         def step(*args: Any, cache: Cache | None = None, force: bool = False, **kwargs: Any) -> Any:
-            k, cache = key_and_cache(bound(args, kwargs), cache)
+            arguments = bound(args, kwargs)
+            k, cache = key_and_cache(arguments, cache)
             if cache is None:
                 raise TypeError(f"{label}: pass cache=… (a results.Cache)")
             extra = {"cache": cache} if wants_cache else {}
-            value = decode(cache.cached(experiment, k,
-                                        lambda: encode(fn(*args, **kwargs, **extra)), force=force))
+            item = record(arguments) if record else None
+            if not arrays:
+                value = cache.cached(experiment, k, lambda: encode(fn(*args, **kwargs, **extra)),
+                                     force=force, item=item)
+            else:
+                # arrays are written only with a record computed here: the freshness gate may
+                # recompute a stored one to compare, and must not overwrite what it compares with
+                missing = force or not cache.arrays_path(experiment, k, item).is_file()
+                computed: dict[str, Any] = {}
+
+                def compute() -> Any:
+                    value, computed["arrays"] = fn(*args, **kwargs, **extra)
+                    return encode(value)
+
+                value = cache.cached(experiment, k, compute, force=missing, item=item)
+                if missing:
+                    cache.put_arrays(experiment, k, computed["arrays"], item=item)
+            value = decode(value)
             _ORIGINS[id(value)] = (value, k)
             return value
 

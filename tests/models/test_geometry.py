@@ -36,7 +36,7 @@ def test_run_measures_every_model_and_resumes(smoke, monkeypatch):
     summary = geometry.middle_summary(stats)
     assert set(summary.index) == set(names)
     arrays = geometry.token_profiles(profile, names[0], cache)
-    assert arrays["theta"].shape[1] == stats[names[0]]["n_layers"]
+    assert arrays["theta"].shape[1] == stats[names[0]].n_layers
     table = geometry.profile_table(stats, "theta")
     assert set(table["convention"]) == {"last block's output", "after final norm (HF)"}
     assert np.isfinite(table["mean"]).all()
@@ -56,10 +56,10 @@ def test_hub_path_on_a_local_save_pretrained_folder(smoke, tmp_path, tiny_models
     gpu_like = dataclasses.replace(profile, geometry=geo)
     stats = geometry.run(gpu_like, cache, progress=False, only=[str(folder)])
     s = stats[str(folder)]
-    assert s["n_layers"] == 4 and s["summary"]["arch"] == "gpt_neox"
+    assert s.n_layers == 4 and s.summary["arch"] == "gpt_neox"
     direct = geometry.run(profile, cache, progress=False, only=["tiny-gptneox"])["tiny-gptneox"]
-    np.testing.assert_allclose(s["conventions"]["raw"]["all"]["theta"]["mean"],
-                               direct["conventions"]["raw"]["all"]["theta"]["mean"], rtol=1e-4)
+    np.testing.assert_allclose(s.group("raw", "all")["theta"]["mean"],
+                               direct.group("raw", "all")["theta"]["mean"], rtol=1e-4)
 
 
 def test_untrained_twin_has_the_same_config_and_fresh_weights():

@@ -311,3 +311,28 @@ def test_a_recorded_step_runs_per_item_and_takes_its_context_from_its_first_argu
         plain(1)
     with pytest.raises(TypeError, match="no parameter `item`"):
         plain.each({"a": 1}, cache=cache)
+
+
+def test_a_recorded_step_may_name_its_record_and_keep_arrays_beside_it(tmp_path):
+    """`record`: calls that share a key store one record each (a model's); `arrays`: the
+    step's arrays live beside its record, and a record without them is computed again."""
+    import numpy as np
+
+    cache = results.Cache("smoke", root=tmp_path)
+    calls = []
+
+    @results.recorded("toy_students", "profiles", ignore=("model",), record=lambda a: a["model"],
+                      arrays=True)
+    def measured(model, *, tokens):
+        calls.append(model)
+        return {"n": tokens}, {"x": np.arange(tokens)}
+
+    key = measured.key("a", tokens=3)
+    assert key == {"name": "profiles", "tokens": 3}  # the model names the record, not the key
+    assert measured("a", tokens=3, cache=cache) == {"n": 3}
+    assert measured("b", tokens=3, cache=cache) == {"n": 3} and calls == ["a", "b"]
+    assert measured("a", tokens=3, cache=cache) == {"n": 3} and calls == ["a", "b"]
+    assert list(cache.get_arrays("toy_students", key, "a")["x"]) == [0, 1, 2]
+    cache.arrays_path("toy_students", key, "b").unlink()  # interrupted between the two writes
+    assert measured("b", tokens=3, cache=cache) == {"n": 3} and calls == ["a", "b", "b"]
+    assert cache.get_arrays("toy_students", key, "b") is not None

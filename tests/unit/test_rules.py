@@ -144,8 +144,10 @@ def test_a4_no_early_stopping_is_an_absence_claim_with_a_positive_control():
     assert c.verdict == NOT_TESTABLE and "positive control" in c.decided_by
 
 
-def _trace(name: str, p: float) -> dict:
-    return {"subject": "The Space Needle", "p_clean": p, "p_corrupt": 0.01}
+def _trace(name: str, p: float) -> tracing.Trace:
+    return tracing.Trace(prompt="", subject="The Space Needle", target="", tokens=[],
+                         subject_span=[0, 0], p_clean=p, p_corrupt=0.01, restored=[], layers=0,
+                         noise_std=0.0)
 
 
 def test_e1_tracing_rule():

@@ -70,8 +70,10 @@ def test_html_table_links_each_claim_to_its_chapter_and_escapes_text():
 
 def test_per_layer_joins_geometry_and_importance():
     L = 4
-    geo = {"n_layers": L, "conventions": {"raw": {"pos_ge_1": {
-        "theta": {"mean": [0.1, 0.2, 0.3, 0.4]}, "rel_update": {"mean": [1, 2, 3, 4]}}}}}
+    from layerlab.depth.geometry import ModelGeometry
+
+    geo = ModelGeometry(n_layers=L, summary={}, conventions={"raw": {"pos_ge_1": {
+        "theta": {"mean": [0.1, 0.2, 0.3, 0.4]}, "rel_update": {"mean": [1, 2, 3, 4]}}}})
     imp = pd.DataFrame([{"set": "E1", "method": m, "layer": l, "deg": 10.0 * l + (m == "skip")}
                         for m in ("neighbour_average", "skip") for l in range(L)])
     sim = pd.DataFrame({"layer": range(L), "block_influence": [0.4, 0.3, 0.2, 0.1],

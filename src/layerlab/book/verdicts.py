@@ -9,11 +9,14 @@ drop out of the verdict table.
 from __future__ import annotations
 
 import html
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from layerlab import claims
+
+if TYPE_CHECKING:
+    from layerlab.depth.geometry import ModelGeometry
 
 # id -> (paper, chapter notebook)
 SPEC_CLAIMS: dict[str, tuple[str, str]] = {
@@ -188,12 +191,12 @@ def _from(r: pd.Series) -> str:
 
 
 # -- cross-paper: P1's geometry and P2's importance, layer by layer -------------------------------
-def per_layer(geometry_stats: dict[str, Any], importance_table: pd.DataFrame,
+def per_layer(geometry_stats: ModelGeometry, importance_table: pd.DataFrame,
               similarity: pd.DataFrame, set_name: str = "E1") -> pd.DataFrame:
     """Per layer of one model: P1's angle θ(h_l, h_{l+1}) and relative update size (positions ≥ 1,
     un-normalised stream), P2's neighbour-average and skip degradation, and Block Influence."""
-    g = geometry_stats["conventions"]["raw"]["pos_ge_1"]
-    L = geometry_stats["n_layers"]
+    g = geometry_stats.group("raw", "pos_ge_1")
+    L = geometry_stats.n_layers
     out = pd.DataFrame({"layer": range(L), "theta": g["theta"]["mean"][:L],
                         "rel_update": g["rel_update"]["mean"][:L]})
     imp = importance_table[importance_table["set"] == set_name]

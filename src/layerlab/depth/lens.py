@@ -17,18 +17,21 @@ from __future__ import annotations
 
 import contextlib
 from collections import OrderedDict
-from typing import Any, Iterator
+from dataclasses import asdict, dataclass
+from typing import Any, Iterator, Mapping
 
 import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from layerlab import models
+from layerlab import corpus, models, results
+from layerlab.depth import family, geometry
+from layerlab.profiles import Profile
 
 __all__ = ["EXPERIMENT", "MARGIN", "MIN_DROP", "assess", "curves", "drop_by_middle", "early_share",
            "early_stopping_curves", "lens_stats", "positive_estimate", "run", "skipped", "summary",
-           "token_ce", "units", "wilson"]
+           "token_ce", "units", "wilson", "LensStats"]
 
 MARGIN = 0.1  # nats: "within the margin of the final CE"
 
@@ -106,39 +109,60 @@ def drop_by_middle(mean_ce, mid: int) -> float:
 EXPERIMENT = "ce_lens"
 
 
-def run(profile, cache=None, *, progress: bool = True, only: list[str] | None = None):
+@dataclass(frozen=True, eq=False)
+class LensStats:
+    """The lens on one model, trained or untrained (`lens_stats`)."""
+
+    layers: int
+    tokens: int  # predicted tokens (positions ≥ 1)
+    mean: list[float]  # per layer: the lens CE's mean and quartiles
+    q25: list[float]
+    median: list[float]
+    q75: list[float]
+    middle_layer: int  # ⌊L/2⌋
+    margin: float  # nats: an early stopper's CE at the middle is within this of its final CE
+    early_share: float  # the share of early stoppers
+    drop_by_middle: float  # the share of the mean CE drop done by the middle (NaN: no drop)
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> LensStats:
+        """Read back a stored record (`lens_stats`'s fields)."""
+        return cls(**{f: record[f] for f in cls.__dataclass_fields__})
+
+
+# keyed like chapter 02's other per-model records (`geometry.model_context`), one per condition
+@results.recorded(EXPERIMENT, context=geometry.model_context, ignore=("name", "trained"),
+                  record=geometry.condition, decode=LensStats.from_record)
+def _lens(profile: Profile, name: str, trained: bool, *, tokens: int,
+          margin: float) -> dict[str, Any]:
+    cfg = geometry.config_for(profile)
+    lm = geometry.measurement._control_model(name, profile, trained)
+    if name.startswith(geometry.FAMILY_PREFIX):
+        fam = family.config_for(profile)
+        blocks = corpus.token_blocks(lm.tokenizer, fam.corpus, n_tokens=tokens,
+                                     seq_len=fam.seq_len, split="test")
+    else:
+        blocks = corpus.token_blocks(lm.tokenizer, profile.eval_corpus, n_tokens=tokens,
+                                     seq_len=cfg.seq_len, split="test", add_bos=lm.add_bos)
+    return lens_stats(lm, blocks, batch_size=cfg.batch_size, margin=margin)
+
+
+def run(profile: Profile, cache: results.Cache | None = None, *, progress: bool = True,
+        only: list[str] | None = None) -> pd.DataFrame:
     """The lens on every LLM of the profile and the first-seed family members with a middle,
-    each beside its untrained twin; one row per (model, trained), cached model by model."""
-    from layerlab import corpus, results
-    from layerlab.depth import family, geometry
+    each beside its untrained twin; one row per (model, trained) with its `LensStats`, cached
+    model by model."""
     from layerlab.progress import tqdm
 
-    cache = cache or results.Cache(profile.name)
     cfg, fam = geometry.config_for(profile), family.config_for(profile)
     llms = geometry.control_llms(profile)
     members = [f"{geometry.FAMILY_PREFIX}{d}" for d in fam.depths if d >= 4]
-    rows = []
-    for name in tqdm(only or [*llms, *members], desc="lens", disable=not progress):
-        key = {**geometry.experiment._cache_key(profile, name), "tokens": cfg.lens_tokens,
-               "margin": MARGIN}
-        for trained in (True, False):
-            item = f"{name}-{'trained' if trained else 'untrained'}"
-            value = cache.get(EXPERIMENT, key, item)
-            if value is None:
-                cache.may_compute(f"{EXPERIMENT}/{item}")
-                lm = geometry.measurement._control_model(name, profile, trained)
-                if name.startswith(geometry.FAMILY_PREFIX):
-                    blocks = corpus.token_blocks(lm.tokenizer, fam.corpus, n_tokens=cfg.lens_tokens,
-                                                 seq_len=fam.seq_len, split="test")
-                else:
-                    blocks = corpus.token_blocks(lm.tokenizer, profile.eval_corpus,
-                                                 n_tokens=cfg.lens_tokens, seq_len=cfg.seq_len,
-                                                 split="test", add_bos=lm.add_bos)
-                value = cache.put(EXPERIMENT, key, lens_stats(lm, blocks, batch_size=cfg.batch_size),
-                                  item=item)
-                del lm
-            rows.append({"model": name, "trained": trained, **value})
-    return pd.DataFrame(rows)
+    return pd.DataFrame([
+        {"model": name, "trained": trained,
+         **asdict(_lens(profile, name, trained, tokens=cfg.lens_tokens, margin=MARGIN,
+                        cache=cache))}
+        for name in tqdm(only or [*llms, *members], desc="lens", disable=not progress)
+        for trained in (True, False)])
 
 
 def curves(runs: pd.DataFrame) -> pd.DataFrame:

@@ -16,16 +16,18 @@ Used by chapter 02.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
 import torch
 
-from layerlab import models
+from layerlab import models, results
+from layerlab.profiles import Profile
+from layerlab.settings import TracingSettings
 
 __all__ = ["FACTS", "POSITION_GROUPS", "assess", "effect_map", "embedding_std", "encode", "Fact",
-           "known", "run", "summary", "trace"]
+           "known", "run", "summary", "trace", "Trace"]
 
 
 @dataclass(frozen=True)
@@ -156,28 +158,52 @@ def trace(lm: models.LoadedModel, fact: Fact, *, noise: float, samples: int,
             "restored": restored.tolist(), "layers": L}
 
 
-def run(profile, cache=None, *, progress: bool = True) -> dict[str, list[dict[str, Any]]]:
+@dataclass(frozen=True, eq=False)
+class Trace:
+    """One fact traced on one model (`run`; `trace` measures it)."""
+
+    prompt: str
+    subject: str
+    target: str
+    tokens: list[str]  # the prompt's tokens, decoded
+    subject_span: list[int]  # [lo, hi): the subject's token positions
+    p_clean: float  # p(target) of the clean run
+    p_corrupt: float  # p(target) with the subject's embeddings noised
+    restored: list[list[float]]  # [layer][position]: p(target) with that state restored
+    layers: int
+    noise_std: float  # the noise's standard deviation
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> Trace:
+        """Read back a stored record (`trace`'s fields and the noise)."""
+        return cls(**{f: record[f] for f in cls.__dataclass_fields__})
+
+
+def run(profile: Profile, cache: results.Cache | None = None, *,
+        progress: bool = True) -> dict[str, list[Trace]]:
     """Every fact on every tracing model of the profile, cached model by model."""
-    from layerlab import results
-    from layerlab.progress import tqdm
-    from layerlab.settings import TracingSettings
-
     cfg = TracingSettings.from_profile(profile)
-    cache = cache or results.Cache(profile.name)
     names = list(cfg.models or profile.models)
-    facts = FACTS[:cfg.facts]
-    key = {"tracing": cfg.key(), "facts": [vars(f) for f in facts]}
+    return _traced.each({n: n for n in names}, profile, tracing=cfg, facts=list(FACTS[:cfg.facts]),
+                        show=progress, cache=cache, progress=progress)
 
-    def compute(name: str, _item) -> list[dict[str, Any]]:
-        dtype = models.resolve_dtype(cfg.dtype)
-        lm = models.load(name, dtype=dtype, device=models.default_device())
-        noise = cfg.noise_scale * embedding_std(lm, seed=cfg.seed)
-        return [{**trace(lm, f, noise=noise, samples=cfg.noise_samples, seed=cfg.seed + i),
-                 "noise_std": noise}
-                for i, f in enumerate(tqdm(facts, desc=name, disable=not progress, leave=False))]
 
-    return cache.for_each("causal_tracing", key, {n: n for n in names}, compute,
-                          progress=progress)
+def _profile_cache(arguments: Mapping[str, Any]) -> tuple[dict[str, Any], results.Cache]:
+    return {}, results.Cache(arguments["profile"].name)  # the settings say it all
+
+
+@results.recorded("causal_tracing", context=_profile_cache, ignore=("show",),
+                  decode=lambda rows: [Trace.from_record(r) for r in rows])
+def _traced(profile: Profile, item: str, *, tracing: TracingSettings, facts: list[Fact],
+            show: bool) -> list[dict[str, Any]]:
+    from layerlab.progress import tqdm
+
+    cfg = tracing
+    lm = models.load(item, dtype=models.resolve_dtype(cfg.dtype), device=models.default_device())
+    noise = cfg.noise_scale * embedding_std(lm, seed=cfg.seed)
+    return [{**trace(lm, f, noise=noise, samples=cfg.noise_samples, seed=cfg.seed + i),
+             "noise_std": noise}
+            for i, f in enumerate(tqdm(facts, desc=item, disable=not show, leave=False))]
 
 
 POSITION_GROUPS = ("first subject token", "middle subject tokens", "last subject token",
@@ -198,27 +224,27 @@ def _group(j: int, lo: int, hi: int, T: int) -> str | None:
     return None  # before the subject (BOS, "The …" is part of most subjects)
 
 
-def known(traces: list[dict[str, Any]], threshold: float) -> list[dict[str, Any]]:
+def known(traces: list[Trace], threshold: float) -> list[Trace]:
     """The facts the model knows: clean p(target) ≥ threshold, above the corrupted one."""
-    return [t for t in traces if t["p_clean"] >= threshold and t["p_clean"] > t["p_corrupt"]]
+    return [t for t in traces if t.p_clean >= threshold and t.p_clean > t.p_corrupt]
 
 
-def effect_map(traces: list[dict[str, Any]], bins: int = 10) -> pd.DataFrame:
+def effect_map(traces: list[Trace], bins: int = 10) -> pd.DataFrame:
     """Mean normalised indirect effect (p_restored − p_corrupt) / (p_clean − p_corrupt) per
     position group and depth bin (l/L), over the given traces."""
     rows = []
     for t in traces:
-        lo, hi = t["subject_span"]
-        R = np.asarray(t["restored"])
+        lo, hi = t.subject_span
+        R = np.asarray(t.restored)
         L, T = R.shape
-        scale = t["p_clean"] - t["p_corrupt"]
+        scale = t.p_clean - t.p_corrupt
         for layer in range(L):
             for j in range(T):
                 g = _group(j, lo, hi, T)
                 if g is not None:
                     rows.append({"group": g, "bin": min(bins - 1, int(bins * layer / L)),
-                                 "effect": (R[layer, j] - t["p_corrupt"]) / scale,
-                                 "prompt": t["prompt"]})
+                                 "effect": (R[layer, j] - t.p_corrupt) / scale,
+                                 "prompt": t.prompt})
     if not rows:
         return pd.DataFrame(columns=["group", "depth", "effect", "facts"])
     df = pd.DataFrame(rows).groupby(["group", "bin", "prompt"])["effect"].mean().reset_index()
@@ -228,15 +254,15 @@ def effect_map(traces: list[dict[str, Any]], bins: int = 10) -> pd.DataFrame:
     return out
 
 
-def summary(traces_by_model: dict[str, list[dict[str, Any]]], threshold: float) -> pd.DataFrame:
+def summary(traces_by_model: dict[str, list[Trace]], threshold: float) -> pd.DataFrame:
     """Per model: how many facts it knows, and where restoring the last subject token and the
     last token brings back at least half of the effect (as a range of l/L)."""
     rows = []
     for name, traces in traces_by_model.items():
         k = known(traces, threshold)
         row = {"model": name, "facts": len(traces), "known": len(k),
-               "median_p_clean": float(np.median([t["p_clean"] for t in traces])),
-               "median_p_corrupt": float(np.median([t["p_corrupt"] for t in traces]))}
+               "median_p_clean": float(np.median([t.p_clean for t in traces])),
+               "median_p_corrupt": float(np.median([t.p_corrupt for t in traces]))}
         m = effect_map(k)
         for g in ("last subject token", "last token"):
             sel = m[(m["group"] == g) & (m["effect"] >= 0.5)] if len(m) else m
@@ -247,7 +273,7 @@ def summary(traces_by_model: dict[str, list[dict[str, Any]]], threshold: float) 
     return pd.DataFrame(rows)
 
 
-def assess(traces_by_model: dict[str, list[dict[str, Any]]], setting: str):
+def assess(traces_by_model: dict[str, list[Trace]], setting: str):
     """P1 Fig. 6's number: only Pythia-12b knows the Space Needle fact (clean p 0.361, the
     smaller Pythias ≈ 0.01) — Pythia-12b's clean p against a band halfway to the smaller ones',
     the largest of the smaller Pythias' below that halfway point (the secondary). Testable only
@@ -258,9 +284,9 @@ def assess(traces_by_model: dict[str, list[dict[str, Any]]], setting: str):
 
     reported = paper.P1_TRACE_P_CLEAN.value
     big = "EleutherAI/pythia-12b"
-    ours = {name: next(t["p_clean"] for t in traces if t["subject"] == "The Space Needle")
+    ours = {name: next(t.p_clean for t in traces if t.subject == "The Space Needle")
             for name, traces in traces_by_model.items()
-            if any(t["subject"] == "The Space Needle" for t in traces)}
+            if any(t.subject == "The Space Needle" for t in traces)}
     smaller = {n: v for n, v in ours.items() if n in reported and n != big}
     if big not in ours:
         unit = claims.Unit(name="Pythia suite", primary=None,

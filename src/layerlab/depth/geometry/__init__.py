@@ -28,7 +28,10 @@ from layerlab.depth.geometry.display import (
 from layerlab.depth.geometry.experiment import (
     CONTROLS,
     EXPERIMENT,
+    ModelGeometry,
+    condition,
     controls,
+    model_context,
     run,
     token_profiles,
 )
@@ -81,7 +84,7 @@ __all__ = [
     "depth_slope", "procedural_curve", "procedural_reference", "loss_depth_fit",
     "bootstrap_mean", "control_slopes", "positive_estimate",
     # experiment
-    "EXPERIMENT", "CONTROLS", "run", "token_profiles", "controls",
+    "EXPERIMENT", "CONTROLS", "ModelGeometry", "model_context", "condition", "run", "token_profiles", "controls",
     # display
     "layer_table", "middle_summary", "profile_table", "family_losses", "family_curves",
     "control_table", "family_points", "slope_summary",

@@ -5,7 +5,7 @@ verdicts in `rules` read), the family's points per condition and the fitted slop
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -14,17 +14,20 @@ from layerlab import hidden
 from layerlab.depth.geometry.fits import _interval, bootstrap_mean
 from layerlab.depth.geometry.measurement import FAMILY_PREFIX, SEQUENCE_STATS
 
+if TYPE_CHECKING:
+    from layerlab.depth.geometry.experiment import ModelGeometry
+
 __all__ = ["layer_table", "middle_summary", "profile_table", "family_losses", "family_curves",
            "control_table", "family_points", "slope_summary"]
 
 
-def layer_table(stats: dict[str, dict[str, Any]], metric: str, *, convention: str = "raw",
+def layer_table(stats: dict[str, ModelGeometry], metric: str, *, convention: str = "raw",
                 group: str = "pos_ge_1") -> pd.DataFrame:
     """Per model and layer: mean and quartiles of one metric, with normalised depth."""
     rows = []
     for name, s in stats.items():
-        L = s["n_layers"]
-        m = s["conventions"][convention][group][metric]
+        L = s.n_layers
+        m = s.group(convention, group)[metric]
         offset = 0.5 if metric in ("theta", "rel_update", "angle_to_end") else (
             1.0 if metric == "theta_dh" else 0.0)
         for i, mean in enumerate(m["mean"]):
@@ -34,19 +37,19 @@ def layer_table(stats: dict[str, dict[str, Any]], metric: str, *, convention: st
     return pd.DataFrame(rows)
 
 
-def middle_summary(stats: dict[str, dict[str, Any]], *, convention: str = "raw",
+def middle_summary(stats: dict[str, ModelGeometry], *, convention: str = "raw",
                    group: str = "pos_ge_1") -> pd.DataFrame:
     """Per model: means over the middle blocks (all but the first and last) of θ(h_l, h_{l+1}),
     the relative update and θ(Δh_l, Δh_{l+1}) (pairs inside the middle)."""
     rows = []
     for name, s in stats.items():
-        L = s["n_layers"]
-        g = s["conventions"][convention][group]
+        L = s.n_layers
+        g = s.group(convention, group)
         mid = hidden.middle_layers(L)
         theta = np.array(g["theta"]["mean"])[mid]
         rel = np.array(g["rel_update"]["mean"])[mid]
         tdh = np.array(g["theta_dh"]["mean"])[hidden.middle_pairs(L)]
-        rows.append({"model": name, "layers": L, "width": s["summary"]["d_model"],
+        rows.append({"model": name, "layers": L, "width": s.summary["d_model"],
                      "family": name.startswith(FAMILY_PREFIX),
                      "middle_theta": float(theta.mean()) if theta.size else np.nan,
                      "middle_cv": float(theta.std() / theta.mean()) if theta.size > 1 else np.nan,
@@ -57,7 +60,7 @@ def middle_summary(stats: dict[str, dict[str, Any]], *, convention: str = "raw",
     return pd.DataFrame(rows).set_index("model")
 
 
-def profile_table(stats: dict[str, dict[str, Any]], metric: str) -> pd.DataFrame:
+def profile_table(stats: dict[str, ModelGeometry], metric: str) -> pd.DataFrame:
     """`layer_table` for both conventions and both token sets, for a chart with selectors."""
     frames = []
     for convention in ("raw", "hf"):

@@ -1,12 +1,13 @@
 """Chapters 02 and 03's cached experiments, model by model, in `results.Cache`: `run` (every
 model's statistics and per-token profiles, `EXPERIMENT`), `token_profiles` (one model's stored
 profiles, for chapter 03) and `controls` (per-sequence statistics of every control model,
-trained and untrained, `CONTROLS`). Every key is built by `_cache_key`; an interrupted run
-resumes at the next model."""
+trained and untrained, `CONTROLS`). Each is a `results.recorded` step per model, keyed by
+`model_context` and its own arguments; an interrupted run resumes at the next model."""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
@@ -26,41 +27,73 @@ from layerlab.depth.geometry.measurement import (
 )
 from layerlab.profiles import Profile
 
-__all__ = ["EXPERIMENT", "CONTROLS", "run", "token_profiles", "controls"]
+__all__ = ["EXPERIMENT", "CONTROLS", "ModelGeometry", "model_context", "condition", "run", "token_profiles", "controls"]
 
 
 EXPERIMENT = "hidden_geometry"
 CONTROLS = "geometry_sequences"
 
 
-def _cache_key(profile: Profile, name: str | None = None) -> dict[str, Any]:
-    """What a model's geometry results depend on (shared by `run`, `token_profiles` and
-    `controls`): a family member's also depend on the family's settings."""
+def model_context(arguments: Mapping[str, Any]) -> tuple[dict[str, Any], results.Cache]:
+    """What a model's results depend on, for every per-model step of chapter 02 (`recorded`'s
+    context; the step's first two arguments are the profile and the model's name): the profile,
+    the geometry settings and, for a family member, the family's settings; in the profile's
+    cache."""
+    profile, name = arguments["profile"], arguments["name"]
     key = {**profile.config(), "geometry": config_for(profile).key()}
-    if name is None or name.startswith(FAMILY_PREFIX):
+    if name.startswith(FAMILY_PREFIX):
         key["family"] = family.config_for(profile).key()
-    return key
+    return key, results.Cache(profile.name)
+
+
+def condition(arguments: Mapping[str, Any]) -> str:
+    """The record of a model trained or untrained (`<name>-trained`, `<name>-untrained`)."""
+    return f"{arguments['name']}-{'trained' if arguments['trained'] else 'untrained'}"
+
+
+@dataclass(frozen=True, eq=False)
+class ModelGeometry:
+    """One model's statistics (`run`, from `hidden.collect`): per convention ("raw": the last
+    block's output; "hf": after the final norm), token group ("pos_ge_1", "all") and metric
+    (θ, relative update, θ of the updates, …), the mean and quartiles per layer or pair."""
+
+    n_layers: int
+    conventions: dict[str, dict[str, dict[str, Any]]]
+    summary: dict[str, Any]  # the model: architecture, width, vocabulary, source
+
+    def group(self, convention: str = "raw", group: str = "pos_ge_1") -> dict[str, Any]:
+        """One convention's token group: metric -> quantiles, with its `tokens`."""
+        return self.conventions[convention][group]
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> ModelGeometry:
+        """Read back a stored record (the fields as `measure` gives them)."""
+        return cls(n_layers=int(record["n_layers"]), conventions=record["conventions"],
+                   summary=record["summary"])
+
+
+@results.recorded(EXPERIMENT, context=model_context, ignore=("name",), record=lambda a: a["name"],
+                  arrays=True, decode=ModelGeometry.from_record)
+def _measured(profile: Profile, name: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    return measure(name, profile)
+
+
+@results.recorded(CONTROLS, context=model_context, ignore=("name", "trained"), record=condition)
+def _sequences(profile: Profile, name: str, trained: bool, *, sequences: int) -> list[dict]:
+    lm = _control_model(name, profile, trained)
+    batches, _ = _batches(lm, profile, config_for(profile))
+    return sequence_stats(lm, batches, limit=sequences)
 
 
 def run(profile: Profile, cache: results.Cache | None = None, *, progress: bool = True,
-        only: list[str] | None = None) -> dict[str, dict[str, Any]]:
+        only: list[str] | None = None) -> dict[str, ModelGeometry]:
     """`measure` every model of the profile; each model's results are stored as soon as it
     finishes, so an interrupted run (a Colab disconnect) resumes at the next model."""
     from layerlab.progress import tqdm
 
-    cache = cache or results.Cache(profile.name)
-    out = {}
     names = only or model_names(profile)
-    for name in tqdm(names, desc="models", disable=not progress):
-        key = _cache_key(profile, name)
-        stats = cache.get(EXPERIMENT, key, name)
-        if stats is None or cache.get_arrays(EXPERIMENT, key, name) is None:
-            cache.may_compute(f"{EXPERIMENT}/{name}")
-            stats, arrays = measure(name, profile)
-            cache.put_arrays(EXPERIMENT, key, arrays, item=name)
-            stats = cache.put(EXPERIMENT, key, stats, item=name)
-        out[name] = stats
-    return out
+    return {name: _measured(profile, name, cache=cache)
+            for name in tqdm(names, desc="models", disable=not progress)}
 
 
 def token_profiles(profile: Profile, name: str, cache: results.Cache | None = None) -> dict:
@@ -68,7 +101,7 @@ def token_profiles(profile: Profile, name: str, cache: results.Cache | None = No
     `token_text`) for chapter 03's PCA; read from the cache only, so `run` must have measured
     the model (LookupError otherwise)."""
     cache = cache or results.Cache(profile.name)
-    arrays = cache.get_arrays(EXPERIMENT, _cache_key(profile, name), name)
+    arrays = cache.get_arrays(EXPERIMENT, _measured.key(profile, name), name)
     if arrays is None:
         raise LookupError(f"no token profiles for {name!r}: run geometry.run(profile) first")
     return arrays
@@ -80,21 +113,11 @@ def controls(profile: Profile, cache: results.Cache | None = None, *,
     sequence), each model cached as soon as it finishes."""
     from layerlab.progress import tqdm
 
-    cache = cache or results.Cache(profile.name)
     cfg = config_for(profile)
     frames = []
     todo = [(n, t) for n in (only or control_names(profile)) for t in (True, False)]
     for name, trained in tqdm(todo, desc="controls", disable=not progress):
-        key = {**_cache_key(profile, name), "sequences": cfg.control_sequences}
-        item = f"{name}-{'trained' if trained else 'untrained'}"
-        rows = cache.get(CONTROLS, key, item)
-        if rows is None:
-            cache.may_compute(f"{CONTROLS}/{item}")
-            lm = _control_model(name, profile, trained)
-            batches, _ = _batches(lm, profile, cfg)
-            rows = cache.put(CONTROLS, key, sequence_stats(lm, batches,
-                                                           limit=cfg.control_sequences), item=item)
-            del lm
+        rows = _sequences(profile, name, trained, sequences=cfg.control_sequences, cache=cache)
         frame = pd.DataFrame(rows)
         frame["model"], frame["trained"] = name, trained
         frame["layers"] = (_member(name)[0] if name.startswith(FAMILY_PREFIX)
