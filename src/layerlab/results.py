@@ -463,7 +463,8 @@ def recorded(experiment: str, name: str | None = None, *, ignore: Iterable[str] 
     - `step.each(items, *args, cache=…, force=False, progress=True, **kwargs)`: a step whose
       parameter `item` is one of `items` (name -> item) is run for each, each stored as it
       finishes (`Cache.for_each`: a rerun resumes); the item is in its record's key, not in
-      the step's.
+      the step's. `step.stored(items, …)` reads the items already stored, computing nothing
+      (e.g. another profile's committed, partly finished runs).
     - `context`: the step's first parameter is a setting that is not JSON (e.g. a Lab);
       `context(arguments)` gives what it contributes to the key, in place of the name, and the
       cache when the call names none.
@@ -536,11 +537,44 @@ def recorded(experiment: str, name: str | None = None, *, ignore: Iterable[str] 
                 force=force, progress=progress)
             return {n: decode(v) for n, v in stored.items()}
 
+        def stored(items: Mapping[str, Any], *args: Any, cache: Cache | None = None,
+                   **kwargs: Any) -> dict[str, Any]:
+            k, cache = key_and_cache(bound(args, {**kwargs, "item": None}), cache)
+            if cache is None:
+                raise TypeError(f"{label}: pass cache=… (a results.Cache)")
+            return {n: decode(v) for n, v in cache.stored_items(experiment, k, items).items()}
+
         step.key = key  # type: ignore[attr-defined]
         step.each = each  # type: ignore[attr-defined]
+        step.stored = stored  # type: ignore[attr-defined]
         return step
 
     return wrap
+
+
+def in_profile(arguments: Mapping[str, Any]) -> tuple[dict[str, Any], Cache]:
+    """A `recorded` context for a step whose first argument is a profile and whose other
+    arguments say everything its records depend on: nothing more in the key, the profile's
+    cache."""
+    profile = next(iter(arguments.values()))
+    return {}, Cache(profile.name)
+
+
+def settings_first(arguments: Mapping[str, Any]) -> tuple[dict[str, Any], Cache]:
+    """A `recorded` context for a step whose first argument is a settings object that says
+    everything its records depend on (its `key()` is the key) and whose argument `profile`
+    (a profile or its name) names the cache; `profile` then belongs in `ignore`."""
+    settings = next(iter(arguments.values()))
+    profile = arguments["profile"]
+    return settings.key(), Cache(profile if isinstance(profile, str) else profile.name)
+
+
+def profile_config(arguments: Mapping[str, Any]) -> tuple[dict[str, Any], Cache]:
+    """A `recorded` context for a step whose first argument is a profile it reads beyond its
+    other arguments: the profile's fields that define results (`Profile.config`) in the key,
+    the profile's cache."""
+    profile = next(iter(arguments.values()))
+    return profile.config(), Cache(profile.name)
 
 
 @contextlib.contextmanager

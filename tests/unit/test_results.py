@@ -336,3 +336,34 @@ def test_a_recorded_step_may_name_its_record_and_keep_arrays_beside_it(tmp_path)
     cache.arrays_path("toy_students", key, "b").unlink()  # interrupted between the two writes
     assert measured("b", tokens=3, cache=cache) == {"n": 3} and calls == ["a", "b", "b"]
     assert cache.get_arrays("toy_students", key, "b") is not None
+
+
+def test_the_profile_and_settings_contexts_key_records_by_what_they_hold(tmp_path, monkeypatch):
+    """`in_profile`: nothing but the step's arguments; `profile_config`: the profile's fields
+    that define results too; `settings_first`: a settings object's `key()`. Each in the
+    profile's cache; `step.stored` reads what is there and computes nothing."""
+    from layerlab import profiles
+    from layerlab.settings import RecoveryConfig
+
+    monkeypatch.setenv("LAYERLAB_RESULTS", str(tmp_path))
+    smoke = profiles.get("smoke")
+
+    @results.recorded("toy_students", context=results.in_profile)
+    def bare(profile, seed):
+        return seed
+
+    @results.recorded("toy_students", context=results.profile_config)
+    def configured(profile, seed):
+        return seed
+
+    @results.recorded("toy_students", context=results.settings_first, ignore=("profile",))
+    def trained(cfg, item, *, profile):
+        return item * 2
+
+    assert bare.key(smoke, 3) == {"seed": 3}
+    assert configured.key(smoke, 3) == {**smoke.config(), "seed": 3}
+    cfg = RecoveryConfig()
+    assert trained.key(cfg, None, profile=smoke) == cfg.key()
+    assert bare(smoke, 3) == 3 and results.Cache("smoke").get("toy_students", {"seed": 3}) == 3
+    assert trained.each({"a": 1}, cfg, profile="smoke", progress=False) == {"a": 2}
+    assert trained.stored({"a": 1, "b": 2}, cfg, profile=smoke) == {"a": 2}  # b: not computed

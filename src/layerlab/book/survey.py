@@ -35,18 +35,20 @@ def norm_profile(lm: models.LoadedModel, blocks: torch.Tensor) -> list[dict[str,
     return rows
 
 
-def survey_model(name: str, profile: Profile) -> dict[str, Any]:
-    """Load one model and measure it on every corpus of the profile."""
+def survey_model(name: str, profile: Profile, *, corpora: list[str] | None = None,
+                 split: str = "test") -> dict[str, Any]:
+    """Load one model and measure it on `corpora` (default: every corpus of the profile), on
+    their `split`."""
     lm = models.load(name, device=models.default_device())
     from layerlab.progress import tqdm
 
     ppl = {}
-    for source in tqdm(corpora_for(profile), desc=f"perplexity {name}", leave=False):
+    for source in tqdm(corpora or corpora_for(profile), desc=f"perplexity {name}", leave=False):
         blocks = corpus.token_blocks(lm.tokenizer, source, n_tokens=profile.eval_tokens,
-                                     seq_len=profile.seq_len, split="test", add_bos=lm.add_bos)
+                                     seq_len=profile.seq_len, split=split, add_bos=lm.add_bos)
         ppl[source] = evaluate.perplexity(lm, blocks, batch_size=profile.batch_size)
     probe = corpus.token_blocks(lm.tokenizer, profile.eval_corpus, n_tokens=2 * profile.seq_len,
-                                seq_len=profile.seq_len, split="test", add_bos=lm.add_bos)
+                                seq_len=profile.seq_len, split=split, add_bos=lm.add_bos)
     return {
         "summary": lm.summary(),
         "load_seconds": lm.info["load_seconds"],
@@ -60,10 +62,14 @@ def survey_model(name: str, profile: Profile) -> dict[str, Any]:
 def run(profile: Profile, cache: results.Cache | None = None, *,
         force: bool = False) -> dict[str, dict[str, Any]]:
     """`survey_model` for every model of the profile, each cached as soon as it finishes."""
-    cache = cache or results.Cache(profile.name)
-    config = {**profile.config(), "corpora": list(corpora_for(profile)), "split": "test"}
-    return cache.for_each("models_and_data", config, {m: m for m in profile.models},
-                          lambda name, _: survey_model(name, profile), force=force)
+    return _surveyed.each({m: m for m in profile.models}, profile,
+                          corpora=list(corpora_for(profile)), cache=cache, force=force)
+
+
+@results.recorded("models_and_data", context=results.profile_config)
+def _surveyed(profile: Profile, item: str, *, corpora: list[str],
+              split: str = "test") -> dict[str, Any]:
+    return survey_model(item, profile, corpora=corpora, split=split)
 
 
 def perplexity_table(survey: dict[str, dict[str, Any]]):

@@ -26,8 +26,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from layerlab import claims, paper
+from layerlab import claims, paper, results
 from layerlab.depth.declarations import DECLARATIONS
+from layerlab.profiles import Profile
 
 __all__ = ["BOOTSTRAP", "CLAIM", "CONTEXT", "CONTROL_SEED", "FEATURES", "MIN_LAYERS", "PAPER_BULK",
            "RULES", "assess", "bos_token", "bulk_of", "by_context", "cluster", "context_blocks",
@@ -330,42 +331,47 @@ def context_summary(arrays: dict[str, np.ndarray]) -> dict[str, Any]:
             "progress_quarter_bulk": report["median_progress_at_quarter_depth_bulk"]}
 
 
-def by_context(profile, cache=None, *, progress: bool = True) -> pd.DataFrame:
+def by_context(profile: Profile, cache: results.Cache | None = None, *,
+               progress: bool = True) -> pd.DataFrame:
     """Bulk fraction against context length T, without and with a BOS token at position 0, for
     the profile's context models; each (model, T, BOS) cached as soon as it finishes."""
-    from layerlab import hidden, results
     from layerlab.depth import geometry
     from layerlab.progress import tqdm
 
-    cache = cache or results.Cache(profile.name)
     cfg = geometry.config_for(profile)
-    names = list(cfg.context_models or profile.models)
-    key = {**profile.config(), "tokens": cfg.context_tokens, "dtype": cfg.torch_dtype}
     rows = []
-    for name in tqdm(names, desc="models", disable=not progress):
-        lm = None
-        for T in cfg.context_lengths:
-            for with_bos in (False, True):
-                item = f"{name}-T{T}-{'bos' if with_bos else 'text'}"
-                value = cache.get(CONTEXT, key, item)
-                if value is None:
-                    cache.may_compute(f"{CONTEXT}/{item}")
-                    lm = lm or geometry.measurement._load(name, profile, cfg)
-                    bos, bos_text = bos_token(lm.tokenizer)
-                    blocks = context_blocks(lm.tokenizer, profile.eval_corpus,
-                                            n_tokens=cfg.context_tokens, seq_len=T,
-                                            bos=bos if with_bos else None)
-                    out = hidden.collect(lm, hidden.block_batches(blocks, cfg.batch_size),
-                                         profiles=cfg.context_tokens, seed=0, progress=False)
-                    arrays = out["profiles"]
-                    arrays["token_text"] = np.array(
-                        [lm.tokenizer.decode([int(t)]) for t in arrays["token_id"]])
-                    value = cache.put(CONTEXT, key, {**context_summary(arrays), "T": T,
-                                                     "bos": with_bos, "bos_token": bos_text if
-                                                     with_bos else None}, item=item)
-                rows.append({"model": name, **value})
-        del lm
+    for name in tqdm(list(cfg.context_models or profile.models), desc="models",
+                     disable=not progress):
+        held: dict[str, Any] = {}  # the model, loaded for its first missing record only
+        rows += [{"model": name, **_context_bulk(profile, name, T, with_bos,
+                                                 tokens=cfg.context_tokens,
+                                                 dtype=cfg.torch_dtype, held=held, cache=cache)}
+                 for T in cfg.context_lengths for with_bos in (False, True)]
     return pd.DataFrame(rows).assign(sink_line=lambda d: 1 - 1 / d["T"])
+
+
+# `dtype` is the geometry settings' (the one `_load` loads the model in); `held` keeps the model
+@results.recorded(CONTEXT, context=results.profile_config,
+                  ignore=("name", "T", "with_bos", "held"),
+                  record=lambda a: f"{a['name']}-T{a['T']}-{'bos' if a['with_bos'] else 'text'}")
+def _context_bulk(profile: Profile, name: str, T: int, with_bos: bool, *, tokens: int,
+                  dtype: str | None, held: dict[str, Any]) -> dict[str, Any]:
+    from layerlab import hidden
+    from layerlab.depth import geometry
+
+    cfg = geometry.config_for(profile)
+    if "lm" not in held:
+        held["lm"] = geometry.measurement._load(name, profile, cfg)
+    lm = held["lm"]
+    bos, bos_text = bos_token(lm.tokenizer)
+    blocks = context_blocks(lm.tokenizer, profile.eval_corpus, n_tokens=tokens, seq_len=T,
+                            bos=bos if with_bos else None)
+    out = hidden.collect(lm, hidden.block_batches(blocks, cfg.batch_size), profiles=tokens,
+                         seed=0, progress=False)
+    arrays = out["profiles"]
+    arrays["token_text"] = np.array([lm.tokenizer.decode([int(t)]) for t in arrays["token_id"]])
+    return {**context_summary(arrays), "T": T, "bos": with_bos,
+            "bos_token": bos_text if with_bos else None}
 
 
 # --- the verdict (P1-B1), decided by `claims.decide` against its declaration ------------------------

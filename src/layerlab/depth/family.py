@@ -148,14 +148,17 @@ def stored(cfg: FamilyConfig, profile: str, cache: results.Cache | None = None
            ) -> dict[str, dict[str, Any]]:
     """The members whose results are stored (reading only): another profile's committed
     family, which may be partly trained. Keys as `train_family` stores them."""
-    return (cache or results.Cache(profile)).stored_items(FAMILY, cfg.key(), members(cfg))
+    return _member.stored(members(cfg), cfg, profile=profile, progress=False, cache=cache)
 
 
 def train_family(cfg: FamilyConfig, profile: str, cache: results.Cache | None = None,
                  *, progress: bool = True) -> dict[str, dict[str, Any]]:
     """Every depth × seed of the family, each result cached as soon as it finishes (a rerun
     resumes)."""
-    cache = cache or results.Cache(profile)
-    return cache.for_each(FAMILY, cfg.key(), members(cfg),
-                          lambda _name, m: train(m["depth"], cfg, m["seed"], progress=progress),
-                          progress=progress)
+    return _member.each(members(cfg), cfg, profile=profile, progress=progress, cache=cache)
+
+
+@results.recorded(FAMILY, context=results.settings_first, ignore=("profile", "progress"))
+def _member(cfg: FamilyConfig, item: dict[str, int], *, profile: str,
+            progress: bool) -> dict[str, Any]:
+    return train(item["depth"], cfg, item["seed"], progress=progress)

@@ -188,11 +188,8 @@ def run(profile: Profile, cache: results.Cache | None = None, *,
                         show=progress, cache=cache, progress=progress)
 
 
-def _profile_cache(arguments: Mapping[str, Any]) -> tuple[dict[str, Any], results.Cache]:
-    return {}, results.Cache(arguments["profile"].name)  # the settings say it all
-
-
-@results.recorded("causal_tracing", context=_profile_cache, ignore=("show",),
+# the tracing settings and the facts say all a trace depends on
+@results.recorded("causal_tracing", context=results.in_profile, ignore=("show",),
                   decode=lambda rows: [Trace.from_record(r) for r in rows])
 def _traced(profile: Profile, item: str, *, tracing: TracingSettings, facts: list[Fact],
             show: bool) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ from layerlab import results
 from layerlab.anatomy.growth.arms import PAPER_ARM, programs
 from layerlab.anatomy.growth.model import tokenizer_for
 from layerlab.anatomy.growth.train import train_arm
+from layerlab.profiles import Profile
 from layerlab.settings import GrowthConfig, GrowthSettings
 
 if TYPE_CHECKING:
@@ -28,23 +29,29 @@ def config_for(profile, regime: str, seed: int) -> GrowthConfig:
 def run(profile, *, progress: bool = True) -> dict[str, Any]:
     """Every regime × seed × arm of the profile, each cached as soon as it finishes."""
     g = GrowthSettings.from_profile(profile)
-    cache = results.Cache(profile.name)
-    tok_cache: dict[str, Any] = {}
     items = {f"{regime}-s{seed}-{arm}": {"regime": regime, "seed": seed, "arm": arm}
              for regime in g.regimes for seed in g.seeds
              for arm in ("uniform", "uniform same budget", "gtt", "G_stack", "random schedule")}
+    return _arm.each(items, g, profile=profile, tok={}, progress=progress)
 
-    def compute(_name: str, item: dict[str, Any]) -> dict[str, Any]:
-        cfg = config_for(profile, item["regime"], item["seed"])
-        if cfg.tokenizer not in tok_cache:
-            tok_cache[cfg.tokenizer] = tokenizer_for(cfg)
-        prog = programs(cfg, item["seed"])[item["arm"]]
-        out = train_arm(prog, cfg, tok_cache[cfg.tokenizer], progress=progress)
-        if not out["finished"]:
-            raise RuntimeError(f"{item} stopped before its last step")
-        return out
 
-    return cache.for_each("growth", g.key(), items, compute, progress=progress)
+def _trained(cfg: GrowthConfig, seed: int, arm: str, tok: dict[str, Any],
+             progress: bool) -> dict[str, Any]:
+    """One arm trained to its last step (`tok` keeps the tokenizers across arms)."""
+    if cfg.tokenizer not in tok:
+        tok[cfg.tokenizer] = tokenizer_for(cfg)
+    out = train_arm(programs(cfg, seed)[arm], cfg, tok[cfg.tokenizer], progress=progress)
+    if not out["finished"]:
+        raise RuntimeError(f"{arm} (seed {seed}) stopped before its last step")
+    return out
+
+
+# the growth settings say everything a run depends on; the profile names the cache
+@results.recorded("growth", context=results.settings_first, ignore=("profile", "tok", "progress"))
+def _arm(growth: GrowthSettings, item: dict[str, Any], *, profile: Profile, tok: dict[str, Any],
+         progress: bool) -> dict[str, Any]:
+    return _trained(growth.run_config(item["regime"], item["seed"]), item["seed"], item["arm"],
+                    tok, progress)
 
 
 # -- the paper's regime: a stated search, then a learning rate per arm ---------------------------
@@ -52,28 +59,23 @@ ARMS = ("uniform", "uniform same budget", "gtt", "G_stack", "random schedule")
 TUNED = "paper regime"  # the regime name of the tuned runs in tables and charts
 
 
-def _tuned_config(profile, size: int, lr: float, seed: int) -> GrowthConfig:
-    return config_for(profile, "memorise", seed).replace(memorise_tokens=size, lr=lr)
+def _tuned_config(growth: GrowthSettings, size: int, lr: float, seed: int) -> GrowthConfig:
+    return growth.run_config("memorise", seed).replace(memorise_tokens=size, lr=lr)
 
 
-def _run_items(profile, experiment: str, items: dict[str, dict[str, Any]],
+def _run_items(profile, items: dict[str, dict[str, Any]],
                progress: bool) -> dict[str, dict[str, Any]]:
     """Train the arms `items` name (size, lr, seed, arm), each cached as soon as it finishes."""
-    g = GrowthSettings.from_profile(profile)
-    tok: dict[str, Any] = {}
+    return _tuned_arm.each(items, GrowthSettings.from_profile(profile), profile=profile, tok={},
+                           progress=progress)
 
-    def compute(_name: str, item: dict[str, Any]) -> dict[str, Any]:
-        cfg = _tuned_config(profile, item["size"], item["lr"], item["seed"])
-        if cfg.tokenizer not in tok:
-            tok[cfg.tokenizer] = tokenizer_for(cfg)
-        out = train_arm(programs(cfg, item["seed"])[item["arm"]], cfg, tok[cfg.tokenizer],
-                        progress=progress)
-        if not out["finished"]:
-            raise RuntimeError(f"{item} stopped before its last step")
-        return out
 
-    return results.Cache(profile.name).for_each(experiment, g.key(), items, compute,
-                                                progress=progress)
+@results.recorded("growth_tuning", context=results.settings_first,
+                  ignore=("profile", "tok", "progress"))
+def _tuned_arm(growth: GrowthSettings, item: dict[str, Any], *, profile: Profile,
+               tok: dict[str, Any], progress: bool) -> dict[str, Any]:
+    cfg = _tuned_config(growth, item["size"], item["lr"], item["seed"])
+    return _trained(cfg, item["seed"], item["arm"], tok, progress)
 
 
 def _item(size: int, lr: float, seed: int, arm: str) -> tuple[str, dict[str, Any]]:
@@ -87,7 +89,7 @@ def search(profile, *, progress: bool = True) -> "pd.DataFrame":
     t = GrowthSettings.from_profile(profile).tuning
     lr = GrowthSettings.from_profile(profile).config.lr
     items = dict(_item(n, lr, t.search_seed, "uniform") for n in t.sizes)
-    runs = _run_items(profile, "growth_tuning", items, progress)
+    runs = _run_items(profile, items, progress)
     rows = [{"set size (tokens)": items[k]["size"], "lr": lr, "seed": t.search_seed,
              "uniform final val loss": r["final_val_loss"]} for k, r in runs.items()]
     df = pd.DataFrame(rows)
@@ -107,7 +109,7 @@ def lr_grid(profile, size: int, *, progress: bool = True) -> "pd.DataFrame":
 
     t = GrowthSettings.from_profile(profile).tuning
     items = dict(_item(size, lr, t.search_seed, arm) for arm in ARMS for lr in t.lrs)
-    runs = _run_items(profile, "growth_tuning", items, progress)
+    runs = _run_items(profile, items, progress)
     df = pd.DataFrame([{"arm": items[k]["arm"], "lr": items[k]["lr"],
                         "final val loss": r["final_val_loss"]} for k, r in runs.items()])
     best = df.groupby("arm")["final val loss"].transform("min")
@@ -145,11 +147,11 @@ def tuned(profile, *, progress: bool = True) -> TunedResult:
     items = dict(_item(size, lrs[arm], seed, arm) for seed in t.seeds for arm in ARMS)
     # the paper's arm: GTT's program and learning rate, cut to 63 % of uniform's optimizer steps
     items |= dict(_item(size, lrs["gtt"], seed, PAPER_ARM) for seed in t.seeds)
-    runs = _run_items(profile, "growth_tuning", items, progress)
+    runs = _run_items(profile, items, progress)
     named = {f"{TUNED}-s{items[k]['seed']}-{items[k]['arm']}": r for k, r in runs.items()}
-    every = {**_run_items(profile, "growth_tuning", dict(_item(n, GrowthSettings.from_profile(
+    every = {**_run_items(profile, dict(_item(n, GrowthSettings.from_profile(
         profile).config.lr, t.search_seed, "uniform") for n in t.sizes), progress),
-             **_run_items(profile, "growth_tuning",
+             **_run_items(profile,
                           dict(_item(size, lr, t.search_seed, arm) for arm in ARMS for lr in t.lrs),
                           progress), **runs}
     return TunedResult(search=found, size=size, grid=grid, lrs=lrs, runs=named, all_runs=every)

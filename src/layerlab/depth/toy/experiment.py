@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from layerlab import results
 from layerlab.depth.toy.angles import student_angles, untrained_angles
 from layerlab.depth.toy.grid import Grid, groups
 from layerlab.depth.toy.sweep import Sweep
+from layerlab.profiles import Profile
 from layerlab.settings import ToyConfig, ToySettings
 
 if TYPE_CHECKING:
@@ -134,7 +136,6 @@ def run_sweeps(profile, cache=None, *, only: list[str] | None = None, progress: 
     """Every sweep of the profile. Missing students train as batched groups of sweeps
     (`batched`, the default) or sweep by sweep; each is stored when its group finishes and a
     rerun resumes (a group from its checkpoint; a sweep given a deeper student trains only it)."""
-    from layerlab import results
     from layerlab.progress import tqdm
 
     cache = cache or results.Cache(profile.name)
@@ -149,8 +150,6 @@ def signatures(profile, cache=None, *, progress: bool = True) -> "pd.DataFrame":
     """Consecutive-update angles of trained students of both teacher types (MSE objective,
     `ToySettings.signature_steps` steps), cached per teacher type."""
     import pandas as pd
-
-    from layerlab import results
 
     cache = cache or results.Cache(profile.name)
     spec = ToySettings.from_profile(profile)
@@ -173,10 +172,10 @@ def untrained_signatures(profile, cache=None, seed: int = 0) -> "pd.DataFrame":
     stored numbers."""
     import pandas as pd
 
-    from layerlab import results
-
     spec = ToySettings.from_profile(profile)
-    cache = cache or results.Cache(profile.name)
-    rows = cache.cached(SIGNATURES, {"untrained": list(spec.student_depths), "seed": seed},
-                        lambda: untrained_angles(spec.student_depths, seed))
-    return pd.DataFrame(rows)
+    return pd.DataFrame(_untrained(profile, spec.student_depths, seed, cache=cache))
+
+
+@results.recorded(SIGNATURES, context=results.in_profile)
+def _untrained(profile: Profile, untrained: tuple[int, ...], seed: int) -> list[dict[str, Any]]:
+    return untrained_angles(untrained, seed)
