@@ -480,6 +480,10 @@ def recorded(experiment: str, name: str | None = None, *, ignore: Iterable[str] 
         wants_cache = "cache" in sig.parameters
         label = name or fn.__name__
         first = next(iter(sig.parameters)) if context else None
+        taken = {"force", "progress"} & set(sig.parameters)
+        if taken:  # the step's callers pass these to the cache; the step would never see them
+            raise TypeError(f"{label}: a recorded step cannot take {sorted(taken)}; rename it "
+                            f"(e.g. `show` for an inner progress bar)")
 
         def bound(args: tuple, kwargs: dict) -> dict[str, Any]:
             b = sig.bind_partial(*args, **kwargs)

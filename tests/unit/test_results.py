@@ -367,3 +367,12 @@ def test_the_profile_and_settings_contexts_key_records_by_what_they_hold(tmp_pat
     assert bare(smoke, 3) == 3 and results.Cache("smoke").get("toy_students", {"seed": 3}) == 3
     assert trained.each({"a": 1}, cfg, profile="smoke", progress=False) == {"a": 2}
     assert trained.stored({"a": 1, "b": 2}, cfg, profile=smoke) == {"a": 2}  # b: not computed
+
+
+def test_a_recorded_step_cannot_take_what_its_callers_give_the_cache():
+    import pytest
+
+    with pytest.raises(TypeError, match="cannot take"):
+        @results.recorded("toy_students")
+        def step(item, *, progress):
+            return item

@@ -148,17 +148,19 @@ def stored(cfg: FamilyConfig, profile: str, cache: results.Cache | None = None
            ) -> dict[str, dict[str, Any]]:
     """The members whose results are stored (reading only): another profile's committed
     family, which may be partly trained. Keys as `train_family` stores them."""
-    return _member.stored(members(cfg), cfg, profile=profile, progress=False, cache=cache)
+    return _member.stored(members(cfg), cfg, profile=profile, show=False, cache=cache)
 
 
 def train_family(cfg: FamilyConfig, profile: str, cache: results.Cache | None = None,
                  *, progress: bool = True) -> dict[str, dict[str, Any]]:
     """Every depth × seed of the family, each result cached as soon as it finishes (a rerun
     resumes)."""
-    return _member.each(members(cfg), cfg, profile=profile, progress=progress, cache=cache)
+    return _member.each(members(cfg), cfg, profile=profile, show=progress, cache=cache,
+                        progress=progress)
 
 
-@results.recorded(FAMILY, context=results.settings_first, ignore=("profile", "progress"))
+# `show`: the member's own progress bar (`each` takes `progress` for the bar over members)
+@results.recorded(FAMILY, context=results.settings_first, ignore=("profile", "show"))
 def _member(cfg: FamilyConfig, item: dict[str, int], *, profile: str,
-            progress: bool) -> dict[str, Any]:
-    return train(item["depth"], cfg, item["seed"], progress=progress)
+            show: bool) -> dict[str, Any]:
+    return train(item["depth"], cfg, item["seed"], progress=show)

@@ -32,7 +32,7 @@ def run(profile, *, progress: bool = True) -> dict[str, Any]:
     items = {f"{regime}-s{seed}-{arm}": {"regime": regime, "seed": seed, "arm": arm}
              for regime in g.regimes for seed in g.seeds
              for arm in ("uniform", "uniform same budget", "gtt", "G_stack", "random schedule")}
-    return _arm.each(items, g, profile=profile, tok={}, progress=progress)
+    return _arm.each(items, g, profile=profile, tok={}, show=progress, progress=progress)
 
 
 def _trained(cfg: GrowthConfig, seed: int, arm: str, tok: dict[str, Any],
@@ -47,11 +47,11 @@ def _trained(cfg: GrowthConfig, seed: int, arm: str, tok: dict[str, Any],
 
 
 # the growth settings say everything a run depends on; the profile names the cache
-@results.recorded("growth", context=results.settings_first, ignore=("profile", "tok", "progress"))
+@results.recorded("growth", context=results.settings_first, ignore=("profile", "tok", "show"))
 def _arm(growth: GrowthSettings, item: dict[str, Any], *, profile: Profile, tok: dict[str, Any],
-         progress: bool) -> dict[str, Any]:
+         show: bool) -> dict[str, Any]:
     return _trained(growth.run_config(item["regime"], item["seed"]), item["seed"], item["arm"],
-                    tok, progress)
+                    tok, show)
 
 
 # -- the paper's regime: a stated search, then a learning rate per arm ---------------------------
@@ -67,15 +67,15 @@ def _run_items(profile, items: dict[str, dict[str, Any]],
                progress: bool) -> dict[str, dict[str, Any]]:
     """Train the arms `items` name (size, lr, seed, arm), each cached as soon as it finishes."""
     return _tuned_arm.each(items, GrowthSettings.from_profile(profile), profile=profile, tok={},
-                           progress=progress)
+                           show=progress, progress=progress)
 
 
 @results.recorded("growth_tuning", context=results.settings_first,
-                  ignore=("profile", "tok", "progress"))
+                  ignore=("profile", "tok", "show"))
 def _tuned_arm(growth: GrowthSettings, item: dict[str, Any], *, profile: Profile,
-               tok: dict[str, Any], progress: bool) -> dict[str, Any]:
+               tok: dict[str, Any], show: bool) -> dict[str, Any]:
     cfg = _tuned_config(growth, item["size"], item["lr"], item["seed"])
-    return _trained(cfg, item["seed"], item["arm"], tok, progress)
+    return _trained(cfg, item["seed"], item["arm"], tok, show)
 
 
 def _item(size: int, lr: float, seed: int, arm: str) -> tuple[str, dict[str, Any]]:

@@ -151,18 +151,19 @@ def signatures(profile, cache=None, *, progress: bool = True) -> "pd.DataFrame":
     `ToySettings.signature_steps` steps), cached per teacher type."""
     import pandas as pd
 
-    cache = cache or results.Cache(profile.name)
     spec = ToySettings.from_profile(profile)
-    configs = {t: spec.signature_config(t) for t in ("independent", "tied")}
-
-    def compute(teacher: str, _cfg) -> list[dict[str, Any]]:
-        sweep = Sweep(configs[teacher])
-        sweep.run(progress=progress)
-        return [{**row, "teacher": teacher} for row in student_angles(sweep)]
-
-    out = cache.for_each(SIGNATURES, {},
-                         {t: asdict(c) for t, c in configs.items()}, compute, progress=progress)
+    configs = {t: asdict(spec.signature_config(t)) for t in ("independent", "tied")}
+    out = _signature.each(configs, profile, show=progress, cache=cache, progress=progress)
     return pd.DataFrame([row for rows in out.values() for row in rows])
+
+
+# the item is the sweep's whole config: it says everything the record depends on
+@results.recorded(SIGNATURES, context=results.in_profile, ignore=("show",))
+def _signature(profile: Profile, item: dict[str, Any], *, show: bool) -> list[dict[str, Any]]:
+    cfg = ToyConfig(**item)
+    sweep = Sweep(cfg)
+    sweep.run(progress=show)
+    return [{**row, "teacher": cfg.teacher} for row in student_angles(sweep)]
 
 
 def untrained_signatures(profile, cache=None, seed: int = 0) -> "pd.DataFrame":
