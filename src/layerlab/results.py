@@ -419,6 +419,9 @@ class Cache:
 
 # --- a step whose value is a record, keyed by its own arguments ------------------------------
 _ORIGINS: dict[int, tuple[Any, dict[str, Any]]] = {}  # id(value) -> (value, its record's key)
+# values Python may share between unrelated places (interned, cached small ints, constant
+# tuples): a step returning one never marks it as its record's
+_SHARED = (str, bytes, int, float, bool, type(None), tuple, frozenset)
 
 
 def key_of(value: Any) -> Any:
@@ -523,7 +526,8 @@ def recorded(experiment: str, name: str | None = None, *, ignore: Iterable[str] 
                 if missing:
                     cache.put_arrays(experiment, k, computed["arrays"], item=item)
             value = decode(value)
-            _ORIGINS[id(value)] = (value, k)
+            if not isinstance(value, _SHARED):  # an int or a str may be the same object as any
+                _ORIGINS[id(value)] = (value, k)  # equal constant elsewhere: never a record's
             return value
 
         def each(items: Mapping[str, Any], *args: Any, cache: Cache | None = None,

@@ -376,3 +376,22 @@ def test_a_recorded_step_cannot_take_what_its_callers_give_the_cache():
         @results.recorded("toy_students")
         def step(item, *, progress):
             return item
+
+
+def test_a_step_returning_a_shared_constant_does_not_mark_it(tmp_path):
+    """Small ints and strings are shared objects: a step that returns 3 must not make every
+    other 3 enter keys as that step's record (CI caught `splits=3` keyed as {"seed": 3})."""
+    cache = results.Cache("smoke", root=tmp_path)
+
+    @results.recorded("toy_students", "three")
+    def three(seed):
+        return 3
+
+    @results.recorded("toy_students", "table")
+    def table(seed):
+        return {"rows": [seed]}
+
+    assert three(0, cache=cache) == 3
+    assert results.key_of(3) == 3 and results.key_of("a") == "a"
+    value = table(1, cache=cache)
+    assert results.key_of(value) == table.key(1)  # a container is still keyed by its record
