@@ -100,9 +100,12 @@ print(f"profile: {profile.name}; models: {geometry.model_names(profile)}")
 # One width, several depths, the same training tokens in the same order (a fixed token budget),
 # AdamW with warm-up and cosine decay; every depth is trained from each seed, checkpointed and
 # cached. A depth comparison means something only if the deeper members are better models, so
-# the verdict on the 1/ℓ law is given only when the seed-mean validation loss falls with depth:
-# no added depth may raise it by more than the standard error of that difference (from the seed
-# spread), and the deepest member must beat the shallowest by more than two standard errors.
+# every verdict that reads the family (the 1/ℓ law, and the family's units in claims 1, 3 and 4)
+# is given only when the seed-mean validation loss falls with depth over **the members that
+# claim uses**: no added depth may raise it by more than the standard error of that difference
+# (from the seed spread), and the deepest member must beat the shallowest by more than two
+# standard errors. A shallow member that a claim leaves out (d2 has no middle) cannot make
+# depth look useful for it.
 
 # %%
 fam = family.train_family(fam_cfg, profile.name)
@@ -114,6 +117,8 @@ print(f"width {fam_cfg.width}, seeds {list(fam_cfg.seeds)}, {fam_cfg.tokens_per_
       f"(within the noise): {monotone['monotone']}; strictly at every depth: {monotone['strict']} "
       f"(largest step {monotone['largest_step']:+.4f}); fit c/ℓ^α + L∞: "
       f"α = {fit['alpha']:.2f} ± {fit['alpha_se']:.2f}")
+print("over the members with a middle (d ≥ 4): "
+      + (geometry.depth_buys_loss(losses, [d for d in fam_cfg.depths if d >= 4]) or "depth buys loss"))
 losses.pivot_table(index="depth", columns="seed", values="val_loss").round(4)
 
 # %% [markdown]
@@ -140,8 +145,9 @@ summary.round(3)
 # ## The untrained controls
 #
 # For every model and its untrained twin: the statistics of each text window (positions ≥ 1, the
-# last block's own output as the last state), so that intervals come from a bootstrap over
-# windows rather than over tokens of one text. `difference` is trained − untrained.
+# last block's own output as the last state; the last angle also on the state after the final
+# norm, P1's convention, `last_theta_hf`), so that intervals come from a bootstrap over windows
+# rather than over tokens of one text. `difference` is trained − untrained.
 
 # %%
 seq = geometry.controls(profile)
@@ -164,11 +170,22 @@ plots.layer_profiles(geometry.profile_table(stats, "rel_update"), "relative upda
 
 # %% [markdown]
 # The claim in one number per model: the smaller of the first and last rotations over the middle
-# one, trained beside untrained (95 % intervals over windows). P1's picture needs the trained
-# ratio well above 1.5 and above the untrained twin's.
+# one, trained beside untrained (95 % intervals over windows). P1 takes the last state as Hugging
+# Face returns it, after the final norm, and so does the verdict: P1's picture needs the trained
+# ratio above the untrained twin's 95 % range and above 1.
 
 # %%
-plots.control_chart(control, "edge_ratio", "min(first, last) / middle θ(h_l, h_{l+1})")
+plots.control_chart(control, geometry.EDGE_PAPER,
+                    "min(first, last) / middle θ(h_l, h_{l+1}), after the final norm (P1)")
+
+# %% [markdown]
+# The block-only reading, shown beside and not deciding: the last angle on the last block's own
+# output, before the final norm. Where the two disagree, the last layer's rotation is the final
+# norm's rather than the last block's (Gemma's, here).
+
+# %%
+plots.control_chart(control, geometry.EDGE_BLOCK,
+                    "min(first, last) / middle θ(h_l, h_{l+1}), block-only (before the final norm)")
 
 # %% [markdown]
 # ## Claim 2 — the middle-layer update against depth
@@ -176,7 +193,9 @@ plots.control_chart(control, "edge_ratio", "min(first, last) / middle θ(h_l, h_
 # Mean θ(h_l, h_{l+1}) over the middle blocks (all but the first and the last) against the
 # number of blocks, on log–log axes, for every family member of every seed, trained and
 # untrained. P1: slope −1. The pretrained models differ in width, data and training, so they
-# are not in the fit.
+# are not in the fit. The untrained twins are the negative control through the same band: P1's
+# words describe the models' updates, so the claim holds when trained members shrink as 1/ℓ and
+# random stacks do not; trained − untrained is shown beside.
 
 # %%
 slopes = {column: geometry.control_slopes(seq, column)
@@ -274,8 +293,8 @@ setting = (f"profile {profile.name}: " + ", ".join(geometry.model_names(profile)
            + f", family seeds {list(fam_cfg.seeds)}; {profile.eval_corpus} test text; untrained "
            "twins of every model")
 chapter_claims = [*geometry.assess(control, slopes["middle_theta"], slopes["middle_theta_dh"],
-                                   monotone, setting),
-                  lens.assess(lens_table, setting), tracing.assess(traces, setting)]
+                                   losses, setting),
+                  lens.assess(lens_table, setting, losses=losses), tracing.assess(traces, setting)]
 claims.record(chapter_claims, profile.name)
 
 # %% [markdown]
@@ -305,7 +324,8 @@ beside.family(profile, losses, seq)
 #   statistics carry bootstrap intervals over text windows. Verdicts read the intervals.
 # - **Precision.** P1 computed cosines in bf16/fp16, which quantises angles below ≈0.09 rad; we
 #   compute every angle in float32.
-# - **The last layer.** P1's last hidden state includes the final norm; we show both.
+# - **The last layer.** P1's last hidden state includes the final norm; the verdict on claim 1
+#   uses it too, and the block-only reading (before the final norm) is shown beside.
 # - **Depth comparison.** P1 compares models of one family at several sizes; the width changes
 #   with depth there. Our family keeps the width fixed, so depth is the only variable.
 # - **Causal tracing** uses 24 facts instead of one prompt, seeded noise averaged over draws

@@ -91,6 +91,36 @@ def test_sequence_stats_skip_position_zero_and_match_the_streaming_means():
     assert np.mean([r["middle_theta"] for r in rows]) == pytest.approx(mid, rel=1e-4)
 
 
+def test_paper_last_angle_is_taken_after_the_final_norm_on_the_same_windows():
+    """P1-A1's convention: the last angle on the state Hugging Face returns (after the final
+    norm), per window of `sequence_stats`; it matches the streaming hf mean, not the raw one."""
+    from layerlab import hidden, models
+
+    lm = models.load("tiny-gptneox")
+    ids = torch.randint(0, 200, (3, 16), generator=torch.Generator().manual_seed(0))
+    rows = geometry.sequence_stats(lm, [{"input_ids": ids}])
+    last = geometry.paper_last_angles(lm, [{"input_ids": ids}])
+    assert [r["tokens"] for r in last] == [r["tokens"] for r in rows]
+    out = hidden.collect(lm, [{"input_ids": ids}], progress=False)
+    hf = out["conventions"]["hf"]["pos_ge_1"]["theta"]["mean"][-1]
+    raw = out["conventions"]["raw"]["pos_ge_1"]["theta"]["mean"][-1]
+    assert abs(hf - raw) > 1e-3  # the final norm turns the last state: the test can tell them apart
+    assert np.mean([r[geometry.PAPER_LAST] for r in last]) == pytest.approx(hf, rel=1e-4)
+    assert np.mean([r["last_theta"] for r in rows]) == pytest.approx(raw, rel=1e-4)
+    assert len(geometry.paper_last_angles(lm, [{"input_ids": ids}], limit=2)) == 2
+
+
+def test_controls_pair_each_window_with_its_paper_last_angle(smoke):
+    profile, cache = smoke
+    name = geometry.family_control_names(profile)[-1]
+    seq = geometry.controls(profile, cache, only=[name], progress=False)
+    assert seq[geometry.PAPER_LAST].notna().all() and set(seq["trained"]) == {True, False}
+    table = geometry.control_table(seq, n=200)
+    assert {geometry.EDGE_PAPER, geometry.EDGE_BLOCK} <= set(table["statistic"])
+    plain = geometry.controls(profile, cache, only=[name], progress=False, paper_last=False)
+    assert geometry.PAPER_LAST not in plain.columns
+
+
 def test_control_table_interval_contains_its_mean_and_difference_is_trained_minus_untrained():
     rng = np.random.default_rng(0)
     rows = []
@@ -106,6 +136,14 @@ def test_control_table_interval_contains_its_mean_and_difference_is_trained_minu
     assert r.difference == pytest.approx(r.trained - r.untrained, abs=1e-3)
     assert r.diff_hi < 0  # clearly below the untrained value
     assert t[t["statistic"] == "edge_ratio"].iloc[0].trained == pytest.approx(2.0, rel=1e-6)
+    assert geometry.EDGE_PAPER not in set(t["statistic"])  # no paper-convention column: no row
+    paper = geometry.control_table(pd.DataFrame(rows).assign(
+        **{geometry.PAPER_LAST: lambda f: 3 * f["middle_theta"]}), n=500)
+    r = paper.set_index("statistic")
+    # min(first 2v, last 3v)/middle v = 2 after the final norm; the block-only ratio is unchanged
+    assert r.loc[geometry.EDGE_PAPER, "trained"] == pytest.approx(2.0, rel=1e-6)
+    assert r.loc["edge_ratio", "trained"] == pytest.approx(t.set_index("statistic").loc[
+        "edge_ratio", "trained"])
 
 
 def test_the_smooth_stream_is_aligned_and_the_a3_band_rejects_it():

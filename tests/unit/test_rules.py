@@ -45,45 +45,150 @@ def _table(stat: str, trained: float, untrained: float, width: float, layers: in
                           "diff_hi": trained - untrained + 2 * width}])
 
 
+def _edges(paper: float, untrained: float, width: float, layers: int = 12, *,
+           block: float | None = None, model: str = "m"):
+    """A control table's two edge-ratio rows: P1's convention (after the final norm) and the
+    block-only one (`block`, the paper's value unless given; the same untrained twin)."""
+    rows = [_table(stat, value, untrained, width, layers).assign(model=model)
+            for stat, value in ((geometry.EDGE_PAPER, paper),
+                                (geometry.EDGE_BLOCK, paper if block is None else block))]
+    return pd.concat(rows, ignore_index=True)
+
+
 def test_a1_edges_threshold_is_the_untrained_twins_range():
-    assert geometry.assess_edges(_table("edge_ratio", 3.0, 0.8, 0.1), "t").verdict == REPRODUCED
+    assert geometry.assess_edges(_edges(3.0, 0.8, 0.1), "t").verdict == REPRODUCED
     # no round 1.5: 1.2 [1.1, 1.3] lies above the twin's range [0.7, 0.9] and above 1
-    assert geometry.assess_edges(_table("edge_ratio", 1.2, 0.8, 0.1), "t").verdict == REPRODUCED
+    assert geometry.assess_edges(_edges(1.2, 0.8, 0.1), "t").verdict == REPRODUCED
     # below the twin's range: training made the edges rotate less than a random stack's
-    assert geometry.assess_edges(_table("edge_ratio", 0.5, 0.8, 0.1), "t").verdict == NOT_REPRODUCED
+    assert geometry.assess_edges(_edges(0.5, 0.8, 0.1), "t").verdict == NOT_REPRODUCED
     # the trained interval reaches into the twin's range: the threshold straddles it
-    c = geometry.assess_edges(_table("edge_ratio", 3.0, 2.9, 0.1), "t")
+    c = geometry.assess_edges(_edges(3.0, 2.9, 0.1), "t")
     assert c.verdict == NOT_TESTABLE and "straddles" in c.decided_by
     # above the twin's range but edges not clearly above the middle: the secondary is open
-    c = geometry.assess_edges(_table("edge_ratio", 0.95, 0.5, 0.1), "t")
+    c = geometry.assess_edges(_edges(0.95, 0.5, 0.1), "t")
     assert c.verdict == PARTLY and "edges above the middle" in c.decided_by
     # fewer than 8 blocks: out of scope, nothing to decide
-    assert geometry.assess_edges(_table("edge_ratio", 3.0, 0.8, 0.1, layers=6),
-                                 "t").verdict == NOT_TESTABLE
-    c = geometry.assess_edges(_table("edge_ratio", 3.0, 0.8, 0.1), "t")
+    assert geometry.assess_edges(_edges(3.0, 0.8, 0.1, layers=6), "t").verdict == NOT_TESTABLE
+    c = geometry.assess_edges(_edges(3.0, 0.8, 0.1), "t")
     assert c.band == "≥ 0" and c.units["m"]["verdict"] == REPRODUCED
 
 
-def _slopes(t: float, u: float, se: float = 0.05):
+def test_a1_reads_the_papers_convention_and_shows_the_block_only_ratio_beside():
+    # Gemma's case: the last block's own rotation is small (block-only 0.54), the state after
+    # the final norm turns a lot (P1's convention 1.8): P1's convention decides
+    c = geometry.assess_edges(_edges(1.8, 0.6, 0.05, block=0.54), "t")
+    assert c.verdict == REPRODUCED
+    assert "final norm" in c.ours and "block-only 0.54" in c.ours
+    assert c.numbers["edge_ratio_block"]["m"]["trained"][0] == pytest.approx(0.54)
+    # the reverse: the blocks rotate at the edges but the paper's state does not → it fails
+    c = geometry.assess_edges(_edges(0.5, 0.8, 0.05, block=2.4), "t")
+    assert c.verdict == NOT_REPRODUCED and "its final norm" not in c.ours
+    # only the block-only ratio measured (an older record): not testable, and it says why
+    block_only = _edges(3.0, 0.8, 0.1)
+    block_only = block_only[block_only["statistic"] == geometry.EDGE_BLOCK]
+    c = geometry.assess_edges(block_only, "t")
+    assert c.verdict == NOT_TESTABLE and "after the final norm" in c.decided_by
+
+
+def _losses(means: dict[int, float], sd: float = 0.01, seeds: int = 2) -> pd.DataFrame:
+    """A family's final losses: per depth, `seeds` seeds spread ± sd around the mean."""
+    offsets = np.linspace(-sd, sd, seeds) if seeds > 1 else np.zeros(1)
+    return pd.DataFrame([{"depth": d, "seed": i, "val_loss": m + o}
+                         for d, m in means.items() for i, o in enumerate(offsets)])
+
+
+# the cpu family's shape: d2 is much worse, d4 → d16 gains less than two standard errors
+LEFT_OUT_GAIN = _losses({2: 2.06, 4: 1.958, 6: 1.96, 8: 1.953, 12: 1.949, 16: 1.940}, sd=0.018)
+DEPTH_BUYS = _losses({2: 2.06, 4: 1.96, 6: 1.92, 8: 1.88, 12: 1.84, 16: 1.80}, sd=0.018)
+
+
+def test_depth_buys_loss_is_judged_on_the_depths_used():
+    # every depth: d2 → d16 gains far beyond the noise, so the whole family passes …
+    assert geometry.depth_buys_loss(LEFT_OUT_GAIN, [2, 4, 6, 8, 12, 16]) is None
+    # … but over the members a slope with a middle uses (d ≥ 4) depth buys nothing beyond it
+    why = geometry.depth_buys_loss(LEFT_OUT_GAIN, [4, 6, 8, 12, 16])
+    assert why and "d4 → d16" in why and "two standard errors" in why
+    assert geometry.depth_buys_loss(DEPTH_BUYS, [4, 6, 8, 12, 16]) is None
+    assert geometry.depth_buys_loss(DEPTH_BUYS, [8, 12, 16]) is None
+    # a step up beyond its standard error fails even when the ends differ
+    up = _losses({4: 1.96, 8: 1.80, 12: 1.90, 16: 1.70}, sd=0.01)
+    assert "raises" in geometry.depth_buys_loss(up, [4, 8, 12, 16])
+    # what cannot be judged fails: no losses, one depth, one seed (no seed noise)
+    assert "not given" in geometry.depth_buys_loss(None, [4, 8])
+    assert "fewer than two" in geometry.depth_buys_loss(DEPTH_BUYS, [8, 32])
+    assert "seed noise is unknown" in geometry.depth_buys_loss(
+        _losses({4: 2.0, 8: 1.8}, seeds=1), [4, 8])
+    assert geometry.family_depths(["m", "family-d8", "family-d8-s1", "family-d16"]) == [8, 16]
+
+
+def _slopes(t: float, u: float, se: float = 0.05, depths=(4, 6, 8, 12, 16)):
     d = t - u
-    return {"trained": {"slope": t, "lo": t - 2 * se, "hi": t + 2 * se, "se": se, "n": 10},
-            "untrained": {"slope": u, "lo": u - 2 * se, "hi": u + 2 * se, "se": se, "n": 10},
+    return {"trained": {"slope": t, "lo": t - 2 * se, "hi": t + 2 * se, "se": se, "n": 10,
+                        "depths": list(depths)},
+            "untrained": {"slope": u, "lo": u - 2 * se, "hi": u + 2 * se, "se": se, "n": 10,
+                          "depths": list(depths)},
             "difference": {"slope": d, "lo": d - 3 * se, "hi": d + 3 * se, "se": se}}
 
 
 def test_a2_inverse_depth_rules():
-    mono = {"monotone": True}
-    assert geometry.assess_inverse_depth(_slopes(-1.0, -0.3), mono, "t").verdict == REPRODUCED
-    assert geometry.assess_inverse_depth(_slopes(-0.2, -0.3, 0.01), mono, "t").verdict == NOT_REPRODUCED
-    assert geometry.assess_inverse_depth(_slopes(-1.0, -0.95), mono, "t").verdict == NOT_DIAGNOSTIC
+    ok = DEPTH_BUYS
+    assert geometry.assess_inverse_depth(_slopes(-1.0, -0.3), ok, "t").verdict == REPRODUCED
+    assert geometry.assess_inverse_depth(_slopes(-0.2, -0.3, 0.01), ok, "t").verdict == NOT_REPRODUCED
+    assert geometry.assess_inverse_depth(_slopes(-1.0, -0.95), ok, "t").verdict == NOT_DIAGNOSTIC
     # the band is [−1.5, −0.5] (half the claimed effect, halfway to slope 0): −0.78 ± 0.1 passes
-    assert geometry.assess_inverse_depth(_slopes(-0.78, -0.35), mono, "t").verdict == REPRODUCED
-    assert geometry.assess_inverse_depth(_slopes(-0.55, -0.3), mono, "t").verdict == NOT_TESTABLE
+    assert geometry.assess_inverse_depth(_slopes(-0.78, -0.35), ok, "t").verdict == REPRODUCED
+    assert geometry.assess_inverse_depth(_slopes(-0.55, -0.3), ok, "t").verdict == NOT_TESTABLE
     # an interval wider than the band cannot place the slope inside it
-    assert geometry.assess_inverse_depth(_slopes(-1.0, -0.3, 0.3), mono, "t").verdict == NOT_TESTABLE
+    assert geometry.assess_inverse_depth(_slopes(-1.0, -0.3, 0.3), ok, "t").verdict == NOT_TESTABLE
     # a family whose loss does not fall with depth cannot show what depth buys
-    assert geometry.assess_inverse_depth(_slopes(-1.0, -0.3), {"monotone": False},
-                                         "t").verdict == NOT_TESTABLE
+    flat = _losses({4: 1.96, 6: 1.96, 8: 1.96, 12: 1.96, 16: 1.96})
+    assert geometry.assess_inverse_depth(_slopes(-1.0, -0.3), flat, "t").verdict == NOT_TESTABLE
+
+
+def test_a2_precondition_is_judged_on_the_members_the_slope_fits():
+    # d2 makes the family's loss fall, but the slope leaves d2 out and d4 → d16 gains less than
+    # two standard errors: not testable, naming why
+    c = geometry.assess_inverse_depth(_slopes(-0.78, -0.35), LEFT_OUT_GAIN, "t")
+    assert c.verdict == NOT_TESTABLE and "d4 → d16" in c.decided_by
+    assert c.numbers["depth_buys_loss"] is False
+    # the same slope on a family whose used members do gain: decided (the control enters)
+    c = geometry.assess_inverse_depth(_slopes(-0.78, -0.35), DEPTH_BUYS, "t")
+    assert c.verdict == REPRODUCED and c.numbers["depth_buys_loss"] is True
+    assert "outside the band: a random stack does not show it" in c.ours
+    # a slope that names no members cannot be judged on them
+    no_depths = _slopes(-0.78, -0.35, depths=())
+    assert geometry.assess_inverse_depth(no_depths, DEPTH_BUYS, "t").verdict == NOT_TESTABLE
+
+
+def test_a2_untrained_twins_are_the_negative_control_through_the_same_band():
+    c = geometry.assess_inverse_depth(_slopes(-1.0, -0.95), DEPTH_BUYS, "t")
+    assert c.verdict == NOT_DIAGNOSTIC and "inside the band" in c.ours
+    assert "trained − untrained" in c.ours  # shown beside
+
+
+def test_the_familys_units_in_a1_a3_a4_need_depth_to_buy_loss():
+    fam = pd.concat([_edges(2.0, 0.7, 0.05, model=n) for n in ("family-d8", "family-d16")]
+                    + [_edges(2.4, 0.6, 0.05, model="llm")], ignore_index=True)
+    c = geometry.assess_edges(fam, "t", LEFT_OUT_GAIN)
+    assert c.units["family-d8"]["verdict"] == NOT_TESTABLE
+    assert "d8 → d16" in c.units["family-d16"]["decided_by"]
+    assert c.units["llm"]["verdict"] == REPRODUCED  # a pretrained model is not the family
+    c = geometry.assess_edges(fam, "t", DEPTH_BUYS)
+    assert c.verdict == REPRODUCED
+    # no losses given: the family's precondition cannot be judged, so its units are not testable
+    assert geometry.assess_edges(fam, "t").units["family-d8"]["verdict"] == NOT_TESTABLE
+    dh = pd.concat([_table("middle_theta_dh", 1.4, 1.55, 0.02).assign(model=n)
+                    for n in ("family-d4", "family-d8-s1")], ignore_index=True)
+    assert geometry.assess_weak_correlation(dh, _slopes(0.0, 0.0), "t",
+                                            losses=LEFT_OUT_GAIN).verdict == NOT_TESTABLE
+    assert geometry.assess_weak_correlation(dh, _slopes(0.0, 0.0), "t",
+                                            losses=DEPTH_BUYS).verdict == REPRODUCED
+    row = dict(layers=12, tokens=4000, early_share=0.01, drop_by_middle=0.5,
+               untrained_early_share=0.9, untrained_drop_by_middle=float("nan"))
+    table = pd.DataFrame([{**row, "model": "family-d4"}, {**row, "model": "family-d16"}])
+    c = lens.assess(table, "t", losses=LEFT_OUT_GAIN)
+    assert c.verdict == NOT_TESTABLE and "depth does not buy loss" in c.ours
+    assert lens.assess(table, "t", losses=DEPTH_BUYS).verdict == REPRODUCED
 
 
 def test_a3_weak_correlation_is_an_absence_claim_with_a_positive_control():

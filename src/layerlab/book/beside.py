@@ -225,8 +225,9 @@ def family(own: Profile, own_losses: pd.DataFrame, own_seq: pd.DataFrame,
     if len(stored) == b.total:  # the statistics are measured once every member is trained
         try:
             with results.cache_only():
+                # the family's slope reads no last angle: no paper-convention records needed
                 seq = geometry.controls(other, only=geometry.family_control_names(other),
-                                        progress=False)
+                                        progress=False, paper_last=False)
         except LookupError as err:
             b.missing = f"the hidden-state statistics ({str(err).split(' is not in ')[0]})"
     else:
@@ -242,7 +243,7 @@ def family(own: Profile, own_losses: pd.DataFrame, own_seq: pd.DataFrame,
     setting = _setting(b, f"byte-level family of depths {list(cfg.depths)}, width {cfg.width}, "
                           f"seeds {list(cfg.seeds)}, {cfg.tokens_per_model:,} tokens per member")
     _register(b, [geometry.assess_inverse_depth(geometry.control_slopes(seq, "middle_theta"),
-                                                geometry.family_monotone(losses), setting)])
+                                                losses, setting)])
     return b
 
 

@@ -178,6 +178,13 @@ _CH02_EVERY_MODEL = ("every model studied (P1: Pythia 410m-12b, Qwen2.5, OPT): h
                      "model of the profile and each member of the depth family trained here (every "
                      "seed), each one unit")
 _CH02_GEOMETRY = "P1-A hidden-state geometry"
+# VERDICTS.md §2 [rev]: a precondition on a kind of unit holds for every claim using that kind,
+# judged on the members the statistic uses (`geometry.depth_buys_loss`)
+_FAMILY_PRE = ("for the depth family's units, the family shows what depth buys beyond seed noise "
+               "over the depths the claim uses ({depths}; every seed trained at them): no added "
+               "depth raises the seed-mean validation loss beyond the standard error of the step, "
+               "and the deepest beats the shallowest by more than two standard errors — a family "
+               "whose deeper members are no better models cannot show how depth is used")
 _SUMMARY_FIG2 = ("secondary summary (third-party notes on Fig. 2, collected in research/paper1.md "
                  "§2.6; the paper's text is not public)")
 _TRACE = paper.P1_TRACE_P_CLEAN.value
@@ -194,21 +201,25 @@ _CH02_03: tuple[Declaration, ...] = (
                "make similarly small incremental updates",
         source_from=_SUMMARY_FIG2,
         paper_value="qualitative (Fig. 2a–b)", kind=Kind.PRESENCE,
-        primary="the edge ratio min(first, last)/middle θ(h_l, h_{l+1}) (positions ≥ 1, the last "
-                "block's own output as h_L), its 95 % interval less the upper end of the untrained "
-                "twin's 95 % interval of the same ratio: its excess over the negative control's range",
+        primary="the edge ratio min(first, last)/middle θ(h_l, h_{l+1}) (positions ≥ 1; h_L the "
+                "state Hugging Face returns, after the final norm, as P1 measures it), its 95 % "
+                "interval less the upper end of the untrained twin's 95 % interval of the same "
+                "ratio: its excess over the negative control's range. The block-only reading (h_L "
+                "the last block's own output, before the final norm) is shown beside, not "
+                "deciding: it asks whether the blocks rotate, which the paper's words do not",
         unit=_CH02_WINDOWS,
         band=Band(lo=0.0, reason="a shape with no number in the paper (§3): the threshold is the "
                   "negative control's 95 % range, so the trained ratio's interval must lie wholly "
                   "above the untrained twin's (an excess above 0), not above a round ratio"),
         precondition="the model has at least 8 blocks (with fewer, 'the middle' is a handful of "
-                     "blocks) and its untrained twin was measured on the same windows",
+                     "blocks) and its untrained twin was measured on the same windows; "
+                     + _FAMILY_PRE.format(depths="d ≥ 8"),
         control="negative: the untrained twin (the same configuration at initialisation, the same "
                 "windows); its 95 % range is the threshold itself, so through the same rule it "
                 "cannot pass (its excess over its own range is at most 0)",
         secondary=(Secondary(name="edges above the middle",
                              statistic="the edge ratio min(first, last)/middle θ(h_l, h_{l+1}) "
-                                       "itself, 95 % interval over windows",
+                                       "itself (after the final norm), 95 % interval over windows",
                              band=Band(lo=1.0, reason="the paper's words: the first and last blocks "
                                        "rotate strongly and the middle ones make small updates, so "
                                        "each edge rotation exceeds the middle one (a ratio above 1)")),),
@@ -230,15 +241,19 @@ _CH02_03: tuple[Declaration, ...] = (
                          "family: by §3 the same sign with at least half the effect (a slope of "
                          "−0.5, halfway to the depth-independent update, slope 0, that it argues "
                          "against), symmetric about −1 below"),
-        precondition="the family's seed-mean validation loss falls with depth (no added depth "
-                     "raises it beyond the standard error of the step, the deepest beats the "
-                     "shallowest by two): a family where depth buys nothing cannot show how depth "
-                     "is used; at least 3 depths with a middle; the slope's interval narrower "
-                     "than the band",
+        precondition=_FAMILY_PRE.format(depths="the members the slope fits, d ≥ 4: not d2, "
+                                               "which it leaves out")
+                     + "; at least 3 depths with a middle; the slope's interval narrower than the "
+                       "band",
         control="negative: the untrained twins of the same members (initialisation, same windows) "
                 "through the same band: a random residual stack whose update shrinks as 1/ℓ too "
-                "makes the slope no evidence of training (not diagnostic); the trained − untrained "
-                "slope is shown beside",
+                "makes the slope no evidence of training (not diagnostic). Why this reading and "
+                "not trained − untrained as the primary: the paper's words describe the models' "
+                "updates ('its average decreases ∝ 1/depth across models'), not what training adds "
+                "to a random stack's, so the claim holds when trained models show the signature "
+                "and random stacks do not; the trained − untrained slope is shown beside, not "
+                "deciding (a claim about training's share would need a band the paper's words do "
+                "not give)",
         scope="one family of one width at several depths (P1: a model family's sizes): here the "
               "depth family trained here, every seed, one unit; the pretrained models differ in "
               "width, data and training and are not in the fit",
@@ -260,7 +275,8 @@ _CH02_03: tuple[Declaration, ...] = (
                          "assembly's aligned ones near 0 (θ → 0 as ℓ grows); the band ends "
                          "halfway, at π/4, and lies symmetric about π/2 above (strongly "
                          "anti-aligned updates would be a correlation too)"),
-        precondition="the model has at least 4 blocks (a pair of middle updates exists)",
+        precondition="the model has at least 4 blocks (a pair of middle updates exists); "
+                     + _FAMILY_PRE.format(depths="d ≥ 4"),
         control="positive: a smooth residual stream built in code with a fixed seed — Euler steps "
                 "h_{l+1} = h_l + v(h_l)/ℓ of a smooth random vector field (procedural assembly, "
                 "consecutive updates known to be aligned) at the unit's depth — through the same "
@@ -291,7 +307,9 @@ _CH02_03: tuple[Declaration, ...] = (
                          "models, so by §3 the same order of magnitude: at most ten times that"),
         precondition="the lens CE falls from the first to the last layer by more than 0.05 nats "
                      "(a stack whose late blocks change nothing has nothing to stop early from) "
-                     "and the record gives its token count",
+                     "and the record gives its token count; "
+                     + _FAMILY_PRE.format(depths="the first seed's members with d ≥ 4, which the "
+                                                 "lens reads"),
         control="positive: lens curves built in code with a fixed seed, in which a known quarter "
                 "of the tokens reach their final CE by a quarter of the depth (early stoppers, "
                 "compositional assembly) and the rest fall evenly, with 0.05-nat noise — through "

@@ -234,11 +234,13 @@ def _drop(x: float) -> str:
     return f"{x:.2f}" if _finite(x) else "no drop"
 
 
-def units(table: pd.DataFrame, positive=None) -> list:
+def units(table: pd.DataFrame, positive=None, losses: pd.DataFrame | None = None) -> list:
     """P1-A4: one unit per model: its early-stopper share with a Wilson interval over its tokens,
     the share of the CE drop done by mid-depth as the secondary "gradual" (exact: the record
     keeps only the mean curve), and the synthetic early-stopping population of the same depth
-    and token count as the positive control (or `positive` for every unit)."""
+    and token count as the positive control (or `positive` for every unit). The family's units
+    also need a family where depth buys loss over the depths the lens reads
+    (`geometry.depth_buys_loss` on `losses`, every seed trained at those depths)."""
     from layerlab.claims import Estimate, Unit
 
     if table.empty:
@@ -258,19 +260,21 @@ def units(table: pd.DataFrame, positive=None) -> list:
             positive_estimate(int(r.layers), int(tokens)) if primary is not None else None)
         out.append(Unit(name=r.model, primary=primary, precondition=pre, control=control,
                         secondary={"gradual": Estimate.exact(float(drop))} if _finite(drop) else {}))
-    return out
+    return geometry.with_family_precondition(out, losses)
 
 
-def assess(table, setting: str, *, positive=None):
+def assess(table, setting: str, *, positive=None, losses: pd.DataFrame | None = None):
     """P1-A4 (an absence claim) from `table` (one row per model: layers, tokens, early_share,
     drop_by_middle, and its untrained twin's untrained_early_share, untrained_drop_by_middle):
     per model the early-stopper share's interval inside [0, 4 %] and the CE drop by mid-depth in
     [0.25, 0.75], where synthetic curves with a quarter of early stoppers (the positive control;
-    `positive` overrides it) must fall outside. The untrained twin is shown beside."""
+    `positive` overrides it) must fall outside; the family's units only where depth buys loss
+    over the depths the lens reads (`losses`: the family's final validation losses). The
+    untrained twin is shown beside."""
     from layerlab import claims
     from layerlab.depth.declarations import DECLARATIONS
 
-    found = units(table, positive)
+    found = units(table, positive, losses)
     est = {u.name: u for u in found}
 
     def words(r) -> str:
@@ -285,8 +289,13 @@ def assess(table, setting: str, *, positive=None):
 
     decl = DECLARATIONS["P1-A4-no-early-stopping"]
     decision = claims.decide(decl, found)
+    ours = "; ".join(words(r) for r in table.itertuples()) or "no model"
+    family = next((u.precondition for u in found
+                   if u.name.startswith(geometry.FAMILY_PREFIX) and u.precondition), None)
+    if family:
+        ours += f"; the family's units: {family}"
     return claims.make(
-        decl, decision, ours="; ".join(words(r) for r in table.itertuples()) or "no model",
+        decl, decision, ours=ours,
         setting=setting,
         numbers={"per_model": {n: str(v) for n, (v, _) in decision.units.items()},
                  "early_share": {u.name: [u.primary.point, u.primary.lo, u.primary.hi]

@@ -11,11 +11,12 @@ re-exported here: `measurement` (the models of a profile, their loading and text
 `sequence_stats` and the smooth stream), `fits` (depth slopes, the procedural reference, the
 loss fit, the bootstrap, the positive control's estimate), `experiment` (the cached runs: `run`,
 `token_profiles`, `controls`, and the key they share), `display` (tables) and `rules` (the
-P1-A1–A3 verdicts). Imports run measurement <- fits <- display, rules; measurement <-
-experiment.
+P1-A1–A3 verdicts and the family's precondition, `depth_buys_loss`). Imports run measurement <-
+fits <- display, rules; measurement <- experiment.
 """
 
 from layerlab.depth.geometry.display import (
+    EDGE_RATIOS,
     control_table,
     family_curves,
     family_losses,
@@ -28,6 +29,7 @@ from layerlab.depth.geometry.display import (
 from layerlab.depth.geometry.experiment import (
     CONTROLS,
     EXPERIMENT,
+    PAPER_LAST_EXPERIMENT,
     ModelGeometry,
     condition,
     controls,
@@ -46,6 +48,7 @@ from layerlab.depth.geometry.fits import (
 )
 from layerlab.depth.geometry.measurement import (
     FAMILY_PREFIX,
+    PAPER_LAST,
     POSITIVE_SEED,
     POSITIVE_SEQUENCES,
     POSITIVE_TOKENS,
@@ -57,6 +60,7 @@ from layerlab.depth.geometry.measurement import (
     family_control_names,
     measure,
     model_names,
+    paper_last_angles,
     primary_model,
     sequence_stats,
     smooth_stream,
@@ -64,32 +68,38 @@ from layerlab.depth.geometry.measurement import (
 from layerlab.depth.geometry.rules import (
     CHAPTER,
     DH_MIN_LAYERS,
+    EDGE_BLOCK,
     EDGE_MIN_LAYERS,
+    EDGE_PAPER,
     assess,
     assess_edges,
     assess_inverse_depth,
     assess_weak_correlation,
+    depth_buys_loss,
     edge_units,
+    family_depths,
     family_monotone,
     inverse_depth_unit,
     weak_correlation_units,
+    with_family_precondition,
 )
 
 __all__ = [
     # measurement
     "FAMILY_PREFIX", "config_for", "model_names", "primary_model", "measure", "SEQUENCE_STATS",
-    "sequence_stats", "control_llms", "control_names", "family_control_names", "POSITIVE_WIDTH",
+    "PAPER_LAST", "sequence_stats", "paper_last_angles", "control_llms", "control_names", "family_control_names", "POSITIVE_WIDTH",
     "POSITIVE_SEQUENCES", "POSITIVE_TOKENS", "POSITIVE_SEED", "smooth_stream",
     # fits
     "depth_slope", "procedural_curve", "procedural_reference", "loss_depth_fit",
     "bootstrap_mean", "control_slopes", "positive_estimate",
     # experiment
-    "EXPERIMENT", "CONTROLS", "ModelGeometry", "model_context", "condition", "run", "token_profiles", "controls",
+    "EXPERIMENT", "CONTROLS", "PAPER_LAST_EXPERIMENT", "ModelGeometry", "model_context", "condition", "run", "token_profiles", "controls",
     # display
     "layer_table", "middle_summary", "profile_table", "family_losses", "family_curves",
-    "control_table", "family_points", "slope_summary",
+    "EDGE_RATIOS", "control_table", "family_points", "slope_summary",
     # rules
-    "CHAPTER", "EDGE_MIN_LAYERS", "DH_MIN_LAYERS", "edge_units", "assess_edges",
-    "family_monotone", "inverse_depth_unit", "assess_inverse_depth", "weak_correlation_units",
+    "CHAPTER", "EDGE_MIN_LAYERS", "DH_MIN_LAYERS", "EDGE_PAPER", "EDGE_BLOCK", "edge_units",
+    "assess_edges", "family_monotone", "depth_buys_loss", "family_depths",
+    "with_family_precondition", "inverse_depth_unit", "assess_inverse_depth", "weak_correlation_units",
     "assess_weak_correlation", "assess",
 ]

@@ -12,13 +12,13 @@ import pandas as pd
 
 from layerlab import hidden
 from layerlab.depth.geometry.fits import _interval, bootstrap_mean
-from layerlab.depth.geometry.measurement import FAMILY_PREFIX, SEQUENCE_STATS
+from layerlab.depth.geometry.measurement import FAMILY_PREFIX, PAPER_LAST, SEQUENCE_STATS
 
 if TYPE_CHECKING:
     from layerlab.depth.geometry.experiment import ModelGeometry
 
 __all__ = ["layer_table", "middle_summary", "profile_table", "family_losses", "family_curves",
-           "control_table", "family_points", "slope_summary"]
+           "EDGE_RATIOS", "control_table", "family_points", "slope_summary"]
 
 
 def layer_table(stats: dict[str, ModelGeometry], metric: str, *, convention: str = "raw",
@@ -87,21 +87,32 @@ def family_curves(results_by_member: dict[str, dict[str, Any]]) -> pd.DataFrame:
                          for r in results_by_member.values() for p in r["curve"]])
 
 
+# the edge ratio in each last-state convention: (statistic, its last angle's column)
+EDGE_RATIOS = (("edge_ratio", "last_theta"),  # the last block's own output (block-only)
+               ("edge_ratio_paper", PAPER_LAST))  # after the final norm, as P1 measures it
+
+
 def control_table(seq: pd.DataFrame, *, n: int = 2000) -> pd.DataFrame:
     """Per model and statistic: the trained and untrained means with 95 % bootstrap intervals
-    over sequences, the edge ratio min(first, last)/middle, and trained − untrained."""
+    over sequences, the edge ratio min(first, last)/middle in both last-state conventions
+    (`EDGE_RATIOS`; the paper's only where `seq` has its column and the model's values), and
+    trained − untrained."""
+    stats = [s for s in (*SEQUENCE_STATS, PAPER_LAST) if s in seq.columns]
+    ratios = [(r, last) for r, last in EDGE_RATIOS if last in seq.columns]
     rows = []
     for model, g in seq.groupby("model", sort=False):
         draws = {}
         for trained, h in g.groupby("trained"):
-            d = {s: bootstrap_mean(h[s].to_numpy(), n=n, seed=1) for s in SEQUENCE_STATS}
-            # ratio of means, resampled jointly (the same sequences in numerator and denominator)
+            d = {s: bootstrap_mean(h[s].to_numpy(), n=n, seed=1) for s in stats}
+            # ratio of means, resampled jointly (the same sequences in numerator and denominator;
+            # one set of resamples for both conventions)
             idx = np.random.default_rng(2).integers(0, len(h), size=(n, len(h)))
-            edge = np.minimum(h["first_theta"].to_numpy()[idx].mean(1),
-                              h["last_theta"].to_numpy()[idx].mean(1))
-            d["edge_ratio"] = edge / h["middle_theta"].to_numpy()[idx].mean(1)
+            middle = h["middle_theta"].to_numpy()[idx].mean(1)
+            first = h["first_theta"].to_numpy()[idx].mean(1)
+            for ratio, last in ratios:
+                d[ratio] = np.minimum(first, h[last].to_numpy()[idx].mean(1)) / middle
             draws[bool(trained)] = d
-        for stat in (*SEQUENCE_STATS, "edge_ratio"):
+        for stat in (*stats, *(r for r, _ in ratios)):
             row = {"model": model, "statistic": stat, "layers": g["layers"].iloc[0],
                    "family": bool(g["family"].iloc[0])}
             for trained, label in ((True, "trained"), (False, "untrained")):

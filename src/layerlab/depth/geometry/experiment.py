@@ -1,7 +1,8 @@
 """Chapters 02 and 03's cached experiments, model by model, in `results.Cache`: `run` (every
 model's statistics and per-token profiles, `EXPERIMENT`), `token_profiles` (one model's stored
 profiles, for chapter 03) and `controls` (per-sequence statistics of every control model,
-trained and untrained, `CONTROLS`). Each is a `results.recorded` step per model, keyed by
+trained and untrained, `CONTROLS`, with the last angle after the final norm from its own record,
+`PAPER_LAST_EXPERIMENT`). Each is a `results.recorded` step per model, keyed by
 `model_context` and its own arguments; an interrupted run resumes at the next model."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from layerlab import results
 from layerlab.depth import family
 from layerlab.depth.geometry.measurement import (
     FAMILY_PREFIX,
+    PAPER_LAST,
     _batches,
     _control_model,
     _member,
@@ -23,15 +25,19 @@ from layerlab.depth.geometry.measurement import (
     control_names,
     measure,
     model_names,
+    paper_last_angles,
     sequence_stats,
 )
 from layerlab.profiles import Profile
 
-__all__ = ["EXPERIMENT", "CONTROLS", "ModelGeometry", "model_context", "condition", "run", "token_profiles", "controls"]
+__all__ = ["EXPERIMENT", "CONTROLS", "PAPER_LAST_EXPERIMENT", "ModelGeometry", "model_context", "condition", "run", "token_profiles", "controls"]
 
 
 EXPERIMENT = "hidden_geometry"
 CONTROLS = "geometry_sequences"
+# P1-A1's last angle in the paper's convention (after the final norm), per window: its own
+# records, so the block-only statistics of `CONTROLS` keep theirs
+PAPER_LAST_EXPERIMENT = "geometry_sequences_paper_last"
 
 
 def model_context(arguments: Mapping[str, Any]) -> tuple[dict[str, Any], results.Cache]:
@@ -85,6 +91,14 @@ def _sequences(profile: Profile, name: str, trained: bool, *, sequences: int) ->
     return sequence_stats(lm, batches, limit=sequences)
 
 
+@results.recorded(PAPER_LAST_EXPERIMENT, context=model_context, ignore=("name", "trained"),
+                  record=condition)
+def _paper_last(profile: Profile, name: str, trained: bool, *, sequences: int) -> list[dict]:
+    lm = _control_model(name, profile, trained)
+    batches, _ = _batches(lm, profile, config_for(profile))
+    return paper_last_angles(lm, batches, limit=sequences)
+
+
 def run(profile: Profile, cache: results.Cache | None = None, *, progress: bool = True,
         only: list[str] | None = None) -> dict[str, ModelGeometry]:
     """`measure` every model of the profile; each model's results are stored as soon as it
@@ -108,9 +122,12 @@ def token_profiles(profile: Profile, name: str, cache: results.Cache | None = No
 
 
 def controls(profile: Profile, cache: results.Cache | None = None, *,
-             progress: bool = True, only: list[str] | None = None) -> pd.DataFrame:
+             progress: bool = True, only: list[str] | None = None,
+             paper_last: bool = True) -> pd.DataFrame:
     """Per-sequence statistics of every control model, trained and untrained (one row per
-    sequence), each model cached as soon as it finishes."""
+    sequence), each model cached as soon as it finishes. `paper_last`: also the last angle after
+    the final norm (`PAPER_LAST`, P1-A1's convention) on the same windows, from its own record;
+    False for a caller that reads no edge ratio (the family's slopes)."""
     from layerlab.progress import tqdm
 
     cfg = config_for(profile)
@@ -119,9 +136,23 @@ def controls(profile: Profile, cache: results.Cache | None = None, *,
     for name, trained in tqdm(todo, desc="controls", disable=not progress):
         rows = _sequences(profile, name, trained, sequences=cfg.control_sequences, cache=cache)
         frame = pd.DataFrame(rows)
+        if paper_last:
+            frame[PAPER_LAST] = _paper_frame(profile, name, trained, rows, cfg, cache)
         frame["model"], frame["trained"] = name, trained
         frame["layers"] = (_member(name)[0] if name.startswith(FAMILY_PREFIX)
                            else rows[0]["layers"] if rows else np.nan)
         frame["family"] = name.startswith(FAMILY_PREFIX)
         frames.append(frame)
     return pd.concat(frames, ignore_index=True)
+
+
+def _paper_frame(profile: Profile, name: str, trained: bool, rows: list[dict], cfg,
+                 cache: results.Cache | None) -> list[float]:
+    """The paper-convention last angle of each of `rows`' windows; the two records must cover
+    the same windows (the same count and kept tokens), or the joint bootstrap would pair
+    different texts."""
+    last = _paper_last(profile, name, trained, sequences=cfg.control_sequences, cache=cache)
+    if [r["tokens"] for r in last] != [r["tokens"] for r in rows]:
+        raise ValueError(f"{name}: the paper-convention record does not cover the same windows "
+                         "as the per-sequence statistics")
+    return [r[PAPER_LAST] for r in last]

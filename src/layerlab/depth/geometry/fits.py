@@ -21,20 +21,23 @@ def depth_slope(summary: pd.DataFrame, column: str = "middle_theta", *,
     """OLS slope of log(column) on log(layers) with its standard error and 95 % interval
     (statsmodels); P1 predicts −1 (update size ∝ 1/ℓ). Only the depth family by default (one
     width, one data set, one budget); members with fewer than `min_layers` blocks have no middle
-    worth the name and are left out. NaN when fewer than 3 distinct depths remain."""
+    worth the name and are left out. NaN when fewer than 3 distinct depths remain. `depths`:
+    the depths the fit used."""
     import statsmodels.api as sm
 
     use = summary[(summary["layers"] >= min_layers) & summary[column].notna()]
     if family_only:
         use = use[use["family"]]
-    if use["layers"].nunique() < 3:
+    # the depths the slope reads: a precondition on the family is judged on these (VERDICTS §2)
+    depths = sorted(int(d) for d in use["layers"].unique())
+    if len(depths) < 3:
         return {"slope": np.nan, "se": np.nan, "lo": np.nan, "hi": np.nan, "n": len(use),
-                "intercept": np.nan}
+                "intercept": np.nan, "depths": depths}
     X = sm.add_constant(np.log(use["layers"].to_numpy(float)), has_constant="add")
     fit = sm.OLS(np.log(use[column].to_numpy(float)), X).fit()
     lo, hi = fit.conf_int(0.05)[1]
     return {"slope": float(fit.params[1]), "se": float(fit.bse[1]), "lo": float(lo),
-            "hi": float(hi), "n": len(use), "intercept": float(fit.params[0])}
+            "hi": float(hi), "n": len(use), "intercept": float(fit.params[0]), "depths": depths}
 
 
 def procedural_curve(summary: pd.DataFrame, column: str = "middle_theta_dh",

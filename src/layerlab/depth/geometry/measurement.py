@@ -18,7 +18,7 @@ from layerlab.profiles import Profile
 from layerlab.settings import GeometrySettings
 
 __all__ = ["FAMILY_PREFIX", "config_for", "model_names", "primary_model", "measure",
-           "SEQUENCE_STATS", "sequence_stats", "control_llms", "control_names",
+           "SEQUENCE_STATS", "PAPER_LAST", "sequence_stats", "paper_last_angles", "control_llms", "control_names",
            "family_control_names", "POSITIVE_WIDTH", "POSITIVE_SEQUENCES", "POSITIVE_TOKENS",
            "POSITIVE_SEED", "smooth_stream"]
 
@@ -98,6 +98,32 @@ def measure(name: str, profile: Profile) -> tuple[dict[str, Any], dict[str, np.n
 
 SEQUENCE_STATS = ("first_theta", "last_theta", "middle_theta", "middle_rel_update",
                   "middle_theta_dh")
+# P1-A1's last angle on the state Hugging Face returns (after the final norm, P1's convention),
+# per window: a record of its own (`experiment._paper_last`), so the block-only statistics above
+# keep their records
+PAPER_LAST = "last_theta_hf"
+
+
+def _windows(lm: models.LoadedModel, batches, limit: int | None
+             ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """Per kept sequence (positions ≥ 1, P1's token rule), at most `limit` of them: its states
+    in the hf convention [L+1, N, d] (the last after the final norm) and the last block's own
+    output [N, d], float32 on the CPU. Every per-window statistic reads the same windows."""
+    count = 0
+    for batch in batches:
+        ids = batch["input_ids"]
+        mask = batch.get("attention_mask")
+        keep = hidden.kept_positions(mask if mask is not None else torch.ones_like(ids))
+        keep[:, 0] = False
+        states, raw = hidden.trajectories(lm, ids, mask)
+        for b in range(ids.shape[0]):
+            if limit is not None and count >= limit:
+                return
+            sel = keep[b]
+            if int(sel.sum()) == 0:
+                continue
+            count += 1
+            yield states[:, b][:, sel], raw[b][sel]
 
 
 @torch.no_grad()
@@ -108,28 +134,27 @@ def sequence_stats(lm: models.LoadedModel, batches, *, limit: int | None = None)
     the bootstrap intervals (tokens of one text are not independent)."""
     L = lm.n_layers
     rows: list[dict] = []
-    for batch in batches:
-        ids = batch["input_ids"]
-        mask = batch.get("attention_mask")
-        keep = hidden.kept_positions(mask if mask is not None else torch.ones_like(ids))
-        keep[:, 0] = False
-        states, raw = hidden.trajectories(lm, ids, mask)
-        for b in range(ids.shape[0]):
-            if limit is not None and len(rows) >= limit:
-                return rows
-            sel = keep[b]
-            if int(sel.sum()) == 0:
-                continue
-            traj = torch.cat([states[:-1, b][:, sel], raw[b][sel][None]])
-            m = {k: v.mean(1).numpy() for k, v in hidden.token_metrics(traj).items()}
-            mid, pairs = hidden.middle_layers(L), hidden.middle_pairs(L)
-            rows.append({
-                "first_theta": float(m["theta"][0]), "last_theta": float(m["theta"][-1]),
-                "middle_theta": float(m["theta"][mid].mean()) if L > 2 else float("nan"),
-                "middle_rel_update": float(m["rel_update"][mid].mean()) if L > 2 else float("nan"),
-                "middle_theta_dh": float(m["theta_dh"][pairs].mean()) if L >= 4 else float("nan"),
-                "tokens": int(sel.sum()), "layers": L})
+    for states, raw in _windows(lm, batches, limit):
+        traj = torch.cat([states[:-1], raw[None]])
+        m = {k: v.mean(1).numpy() for k, v in hidden.token_metrics(traj).items()}
+        mid, pairs = hidden.middle_layers(L), hidden.middle_pairs(L)
+        rows.append({
+            "first_theta": float(m["theta"][0]), "last_theta": float(m["theta"][-1]),
+            "middle_theta": float(m["theta"][mid].mean()) if L > 2 else float("nan"),
+            "middle_rel_update": float(m["rel_update"][mid].mean()) if L > 2 else float("nan"),
+            "middle_theta_dh": float(m["theta_dh"][pairs].mean()) if L >= 4 else float("nan"),
+            "tokens": int(raw.shape[0]), "layers": L})
     return rows
+
+
+@torch.no_grad()
+def paper_last_angles(lm: models.LoadedModel, batches, *, limit: int | None = None) -> list[dict]:
+    """Per sequence, on the windows of `sequence_stats`: the mean over its tokens of the last
+    angle θ(h_{L−1}, h_L) with h_L the state Hugging Face returns, after the final norm (P1's
+    convention; `sequence_stats` takes the last block's own output). The first and middle
+    angles are the same in both conventions."""
+    return [{PAPER_LAST: float(hidden.token_metrics(states)["theta"][-1].mean()),
+             "tokens": int(raw.shape[0])} for states, raw in _windows(lm, batches, limit)]
 
 
 def control_llms(profile: Profile) -> list[str]:
