@@ -41,6 +41,7 @@ SCHEMAS: dict[str, tuple[int, tuple[str, ...]]] = {
     "depth_scaling": (1, ("chinchilla",)),
     "hidden_geometry": (1, ("corpora",)),
     "geometry_sequences": (1, ("corpora",)),
+    "geometry_sequences_paper_last": (1, ("corpora",)),  # P1-A1's last angle after the final norm
     "bulk_by_context": (1, ("corpora",)),
     "ce_lens": (1, ("corpora",)),
     "causal_tracing": (1, ()),
