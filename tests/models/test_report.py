@@ -14,6 +14,7 @@ import torch
 
 from layerlab import claims, cli, models
 from layerlab.anatomy.evaluator import Evaluator
+from layerlab.depth import geometry
 from layerlab.report import ReportError, build, diagnostics, rules
 from layerlab.report.build import summarise
 from layerlab.settings import REPORT_QUICK
@@ -196,16 +197,30 @@ def test_every_report_row_restates_a_declared_book_claim_for_one_model():
     for cid in ("P1-A1-edges-rotate", "P1-A3-weak-update-correlation", "P1-B1-bulk-fraction",
                 "P2-C1-core", "P2-C1-anti-layers", "P2-C3-oscillation", "P2-C4-only-scaling"):
         assert rules.DECLARATIONS[cid].band == {**P1D, **P2D}[cid].band
-    r = rules.edges(_control("edge_ratio", 2.0, 1.0), 12)
+    r = rules.edges(_edges(2.0, 1.0), 12)
     assert r["book claim"] == "P1-A1-edges-rotate" and r["rule"] and r["decided by"]
+
+
+def _edges(trained_lo, untrained_lo, layers=12, block_lo=None):
+    """Both edge-ratio rows: P1's convention (after the final norm) decides, the block-only one
+    is shown beside."""
+    block = trained_lo if block_lo is None else block_lo
+    return pd.concat([_control(geometry.EDGE_PAPER, trained_lo, untrained_lo, layers),
+                      _control(geometry.EDGE_BLOCK, block, untrained_lo, layers)])
 
 
 def test_edges_rule():
     # the trained ratio above the twin's 95 % range and above 1
-    assert rules.edges(_control("edge_ratio", 2.0, 1.0), 12)["verdict"] == R
-    assert rules.edges(_control("edge_ratio", 0.5, 1.0), 12)["verdict"] == N
-    assert rules.edges(_control("edge_ratio", 1.1, 1.0), 12)["verdict"] == T  # straddles its range
-    assert rules.edges(_control("edge_ratio", 2.0, 1.0), 4)["verdict"] == T
+    assert rules.edges(_edges(2.0, 1.0), 12)["verdict"] == R
+    assert rules.edges(_edges(0.5, 1.0), 12)["verdict"] == N
+    assert rules.edges(_edges(1.1, 1.0), 12)["verdict"] == T  # straddles its range
+    assert rules.edges(_edges(2.0, 1.0), 4)["verdict"] == T
+    # P1's convention decides; the block-only ratio is shown beside
+    r = rules.edges(_edges(2.0, 1.0, block_lo=0.4), 12)
+    assert r["verdict"] == R and "block-only" in r["this model"]
+    # a report made before the paper's convention was measured: not testable, saying why
+    r = rules.edges(_control("edge_ratio", 2.0, 1.0), 12)
+    assert r["verdict"] == T and "final norm" in r["decided by"]
 
 
 def test_weak_correlation_rule():

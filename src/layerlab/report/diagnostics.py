@@ -57,7 +57,11 @@ def geometry_of(lm: models.LoadedModel, blocks: torch.Tensor, cfg: ReportSetting
             df, summary = clusters.cluster(arr, "progress", "kmeans", seed=cfg.seed)
             bulk[label] = {**summary, **{k: v for k, v in clusters.minority_report(df).items()
                                          if k != "top_strings"}}
-    return {"per_layer": per_layer, "sequences": geometry.sequence_stats(lm, batches),
+    # P1-A1's last angle after the final norm (P1's convention) on the same windows
+    sequences = [{**r, geometry.PAPER_LAST: p[geometry.PAPER_LAST]} for r, p in
+                 zip(geometry.sequence_stats(lm, batches), geometry.paper_last_angles(lm, batches),
+                     strict=True)]
+    return {"per_layer": per_layer, "sequences": sequences,
             "bulk": bulk, "tokens": int(out["conventions"]["hf"]["pos_ge_1"]["tokens"])}
 
 

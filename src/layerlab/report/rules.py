@@ -141,16 +141,26 @@ def edges(control: pd.DataFrame, n_layers: int) -> dict[str, str]:
     """P1-A1 on this model (`geometry.edge_units`: the edge ratio's interval above the untrained
     twin's 95 % range and above 1; ≥ 8 blocks)."""
     cid = "P1-A1-edges-rotate"
-    r = _stat(control, "edge_ratio")
     unit = geometry.edge_units(control)[0]
     if n_layers < geometry.EDGE_MIN_LAYERS:
         unit = Unit(name="this model", primary=None,
                     precondition=f"{n_layers} blocks: 'the middle' needs at least "
                                  f"{geometry.EDGE_MIN_LAYERS}")
-    t = Estimate(r["trained"], r["trained_lo"], r["trained_hi"])
-    u = Estimate(r["untrained"], r["untrained_lo"], r["untrained_hi"])
-    return row(cid, f"min(first, last)/middle θ = {_iv(t)}", f"untrained twin {_iv(u)}",
-               _decide(cid, unit))
+
+    def both(label: str) -> str:
+        """P1's convention (after the final norm; a report made before it was measured has
+        none), then the block-only reading shown beside."""
+        out = []
+        for stat, words in ((geometry.EDGE_PAPER, "after the final norm"),
+                            (geometry.EDGE_BLOCK, "block-only")):
+            rows = control[control["statistic"] == stat]
+            e = (Estimate(*(float(rows.iloc[0][f"{label}{s}"]) for s in ("", "_lo", "_hi")))
+                 if len(rows) else None)
+            out.append(f"{_iv(e)} {words}")
+        return "; ".join(out)
+
+    return row(cid, f"min(first, last)/middle θ = {both('trained')}",
+               f"untrained twin {both('untrained')}", _decide(cid, unit))
 
 
 def weak_correlation(control: pd.DataFrame) -> dict[str, str]:

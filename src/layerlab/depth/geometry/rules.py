@@ -120,8 +120,8 @@ def _edge_words(table: pd.DataFrame, model: str) -> str:
     p = _iv(paper, "trained") if paper is not None else [np.nan] * 3
     pu = _iv(paper, "untrained") if paper is not None else [np.nan] * 3
     b, bu = _iv(block, "trained"), _iv(block, "untrained")
-    words = (f"{model}: min(first, last)/middle {_text(p)} after the final norm (P1's "
-             f"convention), untrained {_text(pu)}; block-only {_text(b)}, untrained {_text(bu)}")
+    words = (f"{model}: min(first, last)/middle after the final norm (P1's convention) "
+             f"{_text(p)}, untrained {_text(pu)}; block-only {_text(b)}, untrained {_text(bu)}")
     if _finite(*p, *b) and b[2] < 1.0 < p[1]:
         words += " (the last block's own rotation is small: its last-layer rotation is its final norm)"
     return words
