@@ -36,14 +36,16 @@ from layerlab import corpus, hidden, paper
 from layerlab.anatomy import edits, importance, strategies
 from layerlab.anatomy import weights as w
 from layerlab.anatomy.declarations import DECLARATIONS as P2
-from layerlab.anatomy.evaluator import Evaluator
+from layerlab.anatomy.evaluator import Evaluator, Scores
+from layerlab.anatomy.importance.measurement import degradation_table, range_statistic, with_classes
 from layerlab.anatomy.lab import Lab, recorded
 from layerlab.anatomy.predictability import ALPHA_GRID
 from layerlab.depth import geometry, lens
 from layerlab.depth.declarations import DECLARATIONS as P1
 
 __all__ = ["EXPERIMENT", "BLOCK", "LEVELS", "SEEDS", "q4_1", "steps", "dithered", "quantised",
-           "dithered_copy", "error_share", "measure", "run", "movement", "margins", "describe"]
+           "dithered_copy", "error_share", "measure", "run", "movement", "margins", "describe",
+           "COPY_METHODS", "copy_maps"]
 
 EXPERIMENT = "stand_in_precision"
 BLOCK, LEVELS = 32, 15  # Q4_1: 32 weights per block, codes 0..15
@@ -109,6 +111,71 @@ def dithered_copy(lm, seed: int | None) -> Iterator[Any]:
         with torch.no_grad():
             for p, original in saved:
                 p.copy_(original)
+
+
+# Chapter 05's map on every copy, every layer: neighbour averaging (every layer claim's primary)
+# on E0 and E1, removal (a secondary) on E0 only -- removal on E1 would double the copies' ~70
+# CPU minutes on two cores
+COPY_METHODS: dict[str, tuple[str, ...]] = {"E0": ("neighbour_average", "skip"),
+                                            "E1": ("neighbour_average",)}
+
+
+def copy_maps(lab: Lab) -> dict[str, tuple[pd.DataFrame, pd.DataFrame]]:
+    """Chapter 05's degradation map on each dithered copy (VERDICTS.md §4 [rev]: the copies cover
+    every layer the layer claims read, on E0 and E1): per copy `dithered-s<seed>`, its
+    degradation table with classes and its range statistic per set, with the chapter's
+    bootstrap over sentences (E0) or articles (E1). Each (copy, set, method, layer) is a record
+    stored as it finishes; a rerun resumes."""
+    sets = [s for s in COPY_METHODS if s in lab.cfg.map_methods]
+    plan: dict[str, dict[str, Any]] = {}
+    for seed in SEEDS:  # one seed's items together: each copy is made once
+        for s in sets:
+            plan[f"s{seed}-{s}-base"] = {"seed": seed, "set": s, "method": None, "layer": None}
+            plan.update({f"s{seed}-{s}-{m}-L{l:02d}": {"seed": seed, "set": s, "method": m,
+                                                        "layer": l}
+                         for m in COPY_METHODS[s] for l in range(lab.n_layers)})
+    held: dict[str, Any] = {}
+    try:
+        stored = _copy_map_item.each(plan, lab, sets=sets, held=held, progress=lab.progress)
+    finally:
+        _release(held)
+    out = {}
+    for seed in SEEDS:
+        bases = {s: Scores.from_dict(stored[f"s{seed}-{s}-base"]) for s in sets}
+        runs = {(it["set"], it["method"], it["layer"]): Scores.from_dict(stored[k])
+                for k, it in plan.items() if it["seed"] == seed and it["method"] is not None}
+        table = with_classes(degradation_table(runs, bases, resamples=lab.cfg.bootstrap),
+                             lab.n_layers)
+        ranges = pd.DataFrame([range_statistic(runs, bases[s], s, lab.n_layers,
+                                               resamples=lab.cfg.bootstrap) for s in sets])
+        out[f"dithered-s{seed}"] = (table, ranges)
+    return out
+
+
+def _release(held: dict[str, Any]) -> None:
+    """Restore the model from the copy `held` holds (nothing if none is held)."""
+    if "copy" in held:
+        held.pop("copy").__exit__(None, None, None)
+    held.clear()
+
+
+# `held` keeps the current copy (the model perturbed in place, restored by `_release`) and its
+# evaluators; the seed and set are in each item (`sets` only says whether E1 is read)
+@recorded(f"{EXPERIMENT}_map", reads_e1="sets", ignore=("sets", "held"))
+def _copy_map_item(lab: Lab, item: dict[str, Any], *, sets: list[str],
+                   held: dict[str, Any]) -> dict[str, Any]:
+    if held.get("seed") != item["seed"]:
+        _release(held)
+        held["copy"] = dithered_copy(lab.lm, item["seed"])
+        held["copy"].__enter__()
+        held["seed"] = item["seed"]
+    if item["set"] not in held:
+        held[item["set"]] = Evaluator(lab.lm, lab.evalset(item["set"]),
+                                      batch_tokens=lab.cfg.batch_tokens, progress=False)
+    ev = held[item["set"]]
+    if item["method"] is None:
+        return ev.base().to_dict()
+    return ev.evaluate(importance.method_edit(item["method"], item["layer"])).to_dict()
 
 
 def error_share(lm) -> pd.DataFrame:
