@@ -25,13 +25,26 @@ def _boot(center: float, sd: float, n: int = 400) -> pd.DataFrame:
     return pd.DataFrame({"alpha_l": rng.normal(center, sd, n), "converged": True})
 
 
-@pytest.mark.parametrize("center,sd,verdict", [(1.2, 0.05, REPRODUCED), (1.2, 0.4, NOT_TESTABLE),
-                                               (2.5, 0.05, NOT_REPRODUCED)])
-def test_c4_headline_equivalence(center, sd, verdict):
+@pytest.mark.parametrize("center,sd,verdict", [
+    (1.2, 0.05, REPRODUCED),
+    (1.2, 0.4, REPRODUCED),  # same data, a spread as wide as theirs: the estimates still agree
+    (1.6, 0.4, NOT_TESTABLE),  # our point outside 1.2 ± 0.3, our interval reaching into it
+    (2.5, 0.05, NOT_REPRODUCED)])
+def test_c4_headline_compares_estimates(center, sd, verdict):
     fit = type("F", (), {"alpha_l": center})()
     scan = pd.DataFrame({"recipe": "converged", "cut": [40], "alpha_l": [center]})
     c = scaling.assess_headline(fit, _boot(center, sd), _boot(center, sd), scan, fit, "t")
     assert c.verdict == verdict
+
+
+@pytest.mark.parametrize("center,sd,below", [(1.2, 0.3, "pass"), (1.9, 0.3, "undecided")])
+def test_c5_is_also_reported_one_sided(center, sd, below):
+    """α_ℓ ≈ 1 rather than ≥ 2: beside the contrast's band, is α_ℓ below 2 (one-sided 95 %)?"""
+    fit = type("F", (), {"alpha_l": center})()
+    c = scaling.assess_ensemble(_boot(center, sd), _boot(center, sd), "t", fit)
+    upper = c.numbers["one_sided_upper"]
+    assert (upper < 2.0) == (below == "pass")
+    assert "α_ℓ < 2 in" in c.ours and 0 <= c.numbers["share_below_2"] <= 1
 
 
 # --- chapter 02 -------------------------------------------------------------------------------
@@ -52,8 +65,10 @@ def test_a1_edges_threshold_is_the_untrained_twins_range():
     # below the twin's range: training made the edges rotate less than a random stack's
     assert geometry.assess_edges(_table("edge_ratio", 0.5, 0.8, 0.1), "t").verdict == NOT_REPRODUCED
     # the trained interval reaches into the twin's range: the threshold straddles it
+    # (VERDICTS.md §2 [rev]: its decided part, edges above the middle, still speaks)
     c = geometry.assess_edges(_table("edge_ratio", 3.0, 2.9, 0.1), "t")
-    assert c.verdict == NOT_TESTABLE and "straddles" in c.decided_by
+    assert c.verdict == PARTLY and "straddles" in c.decided_by
+    assert "decided parts pass" in c.decided_by
     # above the twin's range but edges not clearly above the middle: the secondary is open
     c = geometry.assess_edges(_table("edge_ratio", 0.95, 0.5, 0.1), "t")
     assert c.verdict == PARTLY and "edges above the middle" in c.decided_by
@@ -130,9 +145,10 @@ def test_a4_no_early_stopping_is_an_absence_claim_with_a_positive_control():
     assert lens.assess(pd.DataFrame([{**row, "early_share": 0.4}]), "t").verdict == NOT_REPRODUCED
     c = lens.assess(pd.DataFrame([{**row, "drop_by_middle": 0.95}]), "t")
     assert c.verdict == PARTLY and "gradual" in c.decided_by
-    # 3.5 % of 1,000 tokens: the interval reaches past the 4 % band
-    assert lens.assess(pd.DataFrame([{**row, "tokens": 1000, "early_share": 0.035}]),
-                       "t").verdict == NOT_TESTABLE
+    # 3.5 % of 1,000 tokens: the interval reaches past the 4 % band; the gradual drop, decided,
+    # is named (VERDICTS.md §2 [rev])
+    c = lens.assess(pd.DataFrame([{**row, "tokens": 1000, "early_share": 0.035}]), "t")
+    assert c.verdict == PARTLY and "straddles" in c.decided_by
     # a CE that does not fall, or no token count: not testable
     assert lens.assess(pd.DataFrame([{**row, "drop_by_middle": float("nan")}]),
                        "t").verdict == NOT_TESTABLE
@@ -189,7 +205,9 @@ def test_b1_band_control_and_secondaries():
     c = clusters.assess(_bulk(0.99, minority=4.7), "m", "t", early)[0]
     assert c.verdict == PARTLY and "minority stops early" in c.decided_by
     assert clusters.assess(_bulk(0.90), "m", "t", early)[0].verdict == NOT_REPRODUCED
-    assert clusters.assess(_bulk(0.9598, half=0.001), "m", "t")[0].verdict == NOT_TESTABLE
+    # straddling the band, its decided parts named (VERDICTS.md §2 [rev])
+    c = clusters.assess(_bulk(0.9598, half=0.001), "m", "t")[0]
+    assert c.verdict == PARTLY and "straddles" in c.decided_by
     # the layer-shuffled control keeps the bulk: the fraction is not about the profile's shape
     c = clusters.assess(_bulk(0.998, control=0.998), "m", "t", early)[0]
     assert c.verdict == NOT_DIAGNOSTIC and c.decided_by.startswith("control")
