@@ -69,24 +69,25 @@ def test_margins_say_which_claims_the_stand_in_resolves():
     values = pd.DataFrame({"stand-in": stats, "dithered-s0": moved})
     m = precision.margins(values)
     assert not m.loc["P2-C1-core", "resolved"]  # 300 % is 200 from the edge, the copy moved 250
-    assert m.loc["P2-C1-anti-layers", "resolved"]  # 2 from 0, moved 1
+    assert m.loc["P2-C1-core", "crossing"] == "dithered-s0"
+    assert m.loc["P2-C1-anti-layers", "resolved"]  # 2 from 0, moved 1 toward it: same side
     assert m.loc["P1-A4-no-early-stopping", "movement"] == pytest.approx(0.001)
     # a share's lower limit is no edge: 0.01 lies 0.03 from the band's upper edge
     assert m.loc["P1-A4-no-early-stopping", "distance to the band's edge"] == pytest.approx(0.03)
     assert set(precision.movement(values)["movement"].index) == set(stats)
 
 
-def test_a_claim_the_stand_in_cannot_resolve_is_not_testable():
+def test_a_copy_threatens_a_layer_claim_only_across_the_band_edge():
+    """VERDICTS.md §4 [rev]: the copies' own units, built by the chapter's unit function, and
+    the directional check: a copy far above the edge threatens nothing; one across it does."""
     from layerlab import claims
     from layerlab.anatomy.importance import rules
 
-    unit = claims.Unit(name="E0", primary=claims.Estimate(3.0, 2.9, 3.1))
-    margins = pd.DataFrame([{"claim": "P2-C1-range", "statistic": "s", "movement": 2.0,
-                             "distance to the band's edge": 1.0, "resolved": False}]
-                           ).set_index("claim")
-    found = rules._decided("P2-C1-range", [unit], ours="", setting="t", stand_in=margins)
-    assert found.verdict == claims.NOT_TESTABLE and "stand-in precision" in found.decided_by
-    resolved = margins.assign(resolved=True)
-    kept = rules._decided("P2-C1-range", [unit], ours="", setting="t", stand_in=resolved)
-    assert kept.decided_by == rules._decided("P2-C1-range", [unit], ours="",
-                                             setting="t").decided_by
+    unit = claims.Unit(name="E0", primary=claims.Estimate(265.0, 227.0, 311.0))
+    away = {"dithered-s0": [claims.Unit(name="E0", primary=claims.Estimate(4000.0, 3000.0, 5000.0))]}
+    kept = rules._decided("P2-C1-core", [unit], ours="", setting="t", copy_units=away)
+    assert "stand-in precision" not in kept.decided_by
+    assert kept.numbers["stand-in copies"]["E0"]["dithered-s0"] == [4000.0, 3000.0, 5000.0]
+    across = {"dithered-s0": [claims.Unit(name="E0", primary=claims.Estimate(60.0, 40.0, 80.0))]}
+    lost = rules._decided("P2-C1-core", [unit], ours="", setting="t", copy_units=across)
+    assert lost.verdict == claims.NOT_TESTABLE and "stand-in precision" in lost.decided_by

@@ -309,10 +309,16 @@ CLAIM_STATISTICS: dict[str, tuple[str, Any]] = {
 }
 
 
+def _side(value: float, edge: float) -> int:
+    return (value > edge) - (value < edge)
+
+
 def margins(values: pd.DataFrame) -> pd.DataFrame:
     """Per claim measured here: its primary on the stand-in, the copies' movement, the distance to
-    the nearest edge of its band (the effect the verdict rests on) and whether the stand-in
-    resolves it (movement smaller than the distance). P2-C1-peak-size is on the log10 scale."""
+    the nearest edge of its band, and whether the stand-in resolves it: directional (VERDICTS.md
+    §4 [rev]), no copy lands on the other side of an edge from the stand-in (`crossing` names
+    those that do); a copy moving away from the edge, however far, threatens nothing.
+    P2-C1-peak-size is on the log10 scale."""
     decl = {**P1, **P2}
     rows = []
     def value(stat: Any, column: str) -> float:
@@ -329,9 +335,12 @@ def margins(values: pd.DataFrame) -> pd.DataFrame:
         limits = BOUNDS.get(cid, (math.nan, math.nan))
         edges_ = [e for e in (band.lo, band.hi) if math.isfinite(e) and e not in limits]
         distance = min(abs(v - e) for e in edges_) if edges_ and math.isfinite(v) else math.nan
+        crossing = [c for c, x in per.items() if math.isfinite(x) and math.isfinite(v)
+                    and any(_side(x, e) != _side(v, e) for e in edges_)]
         rows.append({"claim": cid, "statistic": what, "stand-in": v, "movement": move,
                      "band": band.text(".3g"), "distance to the band's edge": distance,
-                     "resolved": bool(move < distance) if math.isfinite(distance) else False})
+                     "crossing": ", ".join(crossing),
+                     "resolved": bool(math.isfinite(distance) and not crossing)})
     return pd.DataFrame(rows).set_index("claim")
 
 
