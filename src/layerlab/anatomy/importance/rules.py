@@ -127,6 +127,21 @@ def _decided(claim_id: str, units: list[claims.Unit], *, ours: str, setting: str
                        numbers=numbers)
 
 
+def stand_in_distance(table: pd.DataFrame, copies: Copies) -> dict[str, dict[str, Any]]:
+    """Per set: the stand-in's perplexity and the range over its dithered copies' — how far apart
+    models are that the 4-bit rounding cannot tell apart (VERDICTS.md §5 [rev])."""
+    def base(t: pd.DataFrame, s: str) -> float | None:
+        rows = t.loc[t["set"] == s, "base_ppl"]
+        return float(rows.iloc[0]) if len(rows) else None
+
+    out = {}
+    for s in sorted(set(table["set"])):
+        per = [b for t, _ in copies.values() if (b := base(t, s)) is not None]
+        if per and base(table, s) is not None:
+            out[s] = {"stand-in": base(table, s), "copies": [min(per), max(per)]}
+    return out
+
+
 def copies_of(copies: Copies | None, build) -> dict[str, list[claims.Unit]] | None:
     """`build(table, ranges)` → units, on every copy (None without copies)."""
     if not copies:
@@ -234,8 +249,9 @@ def assess_core(table: pd.DataFrame, setting: str, n_layers: int,
         "P2-C1-core", units,
         ours="; ".join(shown) + f" — third-largest of L8–11 (neighbour average): {third}",
         setting=setting,
-        numbers={u.name: {"primary": _interval(u.primary), "control": _interval(u.control),
-                          **{k: _interval(v) for k, v in u.secondary.items()}} for u in units},
+        numbers={**{u.name: {"primary": _interval(u.primary), "control": _interval(u.control),
+                             **{k: _interval(v) for k, v in u.secondary.items()}} for u in units},
+                 **({"stand-in distance": stand_in_distance(table, copies)} if copies else {})},
         copy_units=copies_of(copies, lambda t, rg: core_units(t, n_layers)))
 
 
