@@ -178,3 +178,21 @@ def test_both_trainers_draw_from_the_seed_scheme():
     assert torch.equal(grid.data[0].get_state(), sweep.data.get_state())
     assert torch.equal(grid.fixed_head[0], sweep.fixed_head)
     assert torch.equal(sweep.fixed_head, toy.fixed_head(3))
+
+
+def test_signature_rows_name_their_run_so_d5_finds_its_sweeps(tmp_path):
+    import json
+
+    from layerlab import profiles
+
+    smoke = profiles.get("smoke")
+    sig = toy.signatures(smoke, results.Cache("smoke", tmp_path), progress=False)
+    row = sig[sig["teacher"] == "independent"].iloc[0]
+    assert (row.seed, row.train_steps) == (0, smoke.toy.signature_steps)
+    sweep = smoke.toy.sweep_configs()["mse-independent"]  # the same setting, another length
+
+    def unlimited(key: str) -> dict:
+        return {k: v for k, v in json.loads(key).items() if k != "steps"}
+
+    assert unlimited(row.setting_key) == unlimited(toy.setting_key(asdict(sweep)))
+    assert sweep.steps != smoke.toy.signature_steps
