@@ -105,17 +105,6 @@ def test_bad_config_is_rejected():
         toy.Sweep(toy.ToyConfig(teacher="smooth"))
 
 
-def test_replicate_summary_averages_over_seeds():
-    import pandas as pd
-
-    rows = [{"sweep": f"s{seed}", "teacher": "tied", "objective": "mse", "temperature": 1.0,
-             "seed": seed, "step": 1, "alpha": a, "alpha_se": 0.1, "alpha_common": a,
-             "block": "euler"} for seed, a in ((0, 1.0), (1, 2.0))]
-    out = toy.replicate_summary(pd.DataFrame(rows))
-    assert out.loc[0, "alpha_mean"] == 1.5 and out.loc[0, "replicates"] == 2
-    assert out.loc[0, "alpha_sd"] == pytest.approx(0.7071, abs=1e-4)
-
-
 def test_a_sweep_extended_by_one_depth_trains_only_that_student(tmp_path, monkeypatch):
     from layerlab import results
 

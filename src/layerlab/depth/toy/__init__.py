@@ -18,7 +18,6 @@ from layerlab.depth.toy.display import (
     alpha_table,
     final_alphas,
     loss_table,
-    replicate_summary,
     seed_alphas,
     seed_summary,
     setting_key,
@@ -97,7 +96,7 @@ __all__ = [
     # fits and tables
     "fit_alpha", "local_slopes", "euler_error", "averaging_error", "t_interval",
     "mean_interval", "alpha_table", "final_alphas", "slope_table", "loss_table",
-    "replicate_summary", "DEEP", "Setting", "setting_key", "settings", "seed_alphas",
+    "DEEP", "Setting", "setting_key", "settings", "seed_alphas",
     "seed_summary",
     # verdicts
     "CHAPTER", "MOVING", "ONE_SEED", "converging", "signature_convergence", "assess",

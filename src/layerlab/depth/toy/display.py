@@ -166,12 +166,3 @@ def loss_table(runs: dict[str, dict[str, Any]]) -> "pd.DataFrame":
                           "objective": run["config"]["objective"],
                           "temperature": run["config"]["temperature"], "depth": d, "test_loss": v}
                          for name, run in runs.items() for d, v in zip(run["depths"], run["final"])])
-
-
-def replicate_summary(alphas: "pd.DataFrame") -> "pd.DataFrame":
-    """Final α_ℓ per teacher type, objective, temperature and student block over the depths
-    every sweep shares: mean and SD over teacher seeds."""
-    final = final_alphas(alphas)
-    return final.groupby(["block", "teacher", "objective", "temperature"]).agg(
-        alpha_mean=("alpha_common", "mean"), alpha_sd=("alpha_common", "std"),
-        replicates=("alpha_common", "size")).reset_index()

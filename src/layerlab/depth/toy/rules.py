@@ -158,7 +158,7 @@ def _numbers(units: list[Unit], seeds: dict[str, dict[str, Any]] | None = None) 
 
 
 def _per_seed(s: Setting, hist: "pd.DataFrame", depths=None) -> dict[str, Any]:
-    return {"seeds": list(hist.columns.astype(int)), "per_seed": _last(hist),
+    return {"seeds": [int(c) for c in hist.columns], "per_seed": _last(hist),
             "depths": list(s.depths if depths is None else depths)}
 
 
