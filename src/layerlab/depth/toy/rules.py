@@ -312,10 +312,12 @@ def _without_length(key: str) -> dict[str, Any]:
 def _peers_moving(alphas: "pd.DataFrame", run: "pd.DataFrame", teacher: str) -> str | None:
     """The convergence precondition of a signature run whose angle lies outside its band and
     whose record keeps no θ(Δh) history to say whether it still moves toward it: the sweeps of
-    its setting (everything but length, teacher seed and students) stand in.
-    Their α_ℓ (mean over seeds, deep depths) must have stopped moving (a change under `MOVING`)
-    between their last two evaluations at or before the run's length. Either direction counts:
-    where α_ℓ's band lies says nothing about where the angle goes."""
+    its setting (everything but length, teacher seed and students) stand in. Their α_ℓ (mean
+    over seeds, deep depths) must have stopped moving (a change under `MOVING`) between their
+    last two evaluations at or before the run's length. Either direction counts: where α_ℓ's
+    band lies says nothing about where the angle goes. A stand-in only: the sweeps decay their
+    learning rate over their own length, so at the run's length they are not the run's state;
+    a run that records its angles at each evaluation is judged on them instead."""
     steps = int(run["train_steps"].max())
     head = (f"the {teacher} students' mean middle θ(Δh) lies outside its band and their run "
             f"keeps only its final angles (no history to test whether it still moves toward it) "
