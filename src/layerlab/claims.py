@@ -22,7 +22,7 @@ from typing import Any, Mapping, Sequence
 from layerlab import results
 
 __all__ = ["Verdict", "Kind", "Band", "Secondary", "Declaration", "index", "Estimate", "Unit", "Decision",
-           "decide", "across", "finding", "stand_in_threat", "shifted", "make", "Claim", "register", "record", "collect", "table", "VERDICTS",
+           "decide", "across", "finding", "flagged", "stand_in_threat", "shifted", "make", "Claim", "register", "record", "collect", "table", "VERDICTS",
            "REPRODUCED", "PARTLY", "NOT_REPRODUCED", "NOT_TESTABLE", "NOT_DIAGNOSTIC"]
 
 
@@ -329,6 +329,15 @@ def finding(verdicts: Mapping[str, str]) -> tuple[Verdict, str | None]:
     if NOT_REPRODUCED in vs:
         return NOT_REPRODUCED, f"claims mixed, none holds ({listed})"
     return NOT_TESTABLE, f"claims mixed, none decided ({listed})"
+
+
+def flagged(units: Sequence[Unit], note: str | None) -> list[Unit]:
+    """`units` with `note` as their failed precondition (a unit already failing one keeps its
+    own); unchanged when `note` is None. For a check made outside the units, e.g. the stand-in's
+    precision (VERDICTS.md §4)."""
+    from dataclasses import replace
+
+    return [replace(u, precondition=u.precondition or note) if note else u for u in units]
 
 
 def stand_in_threat(band: Band, stand_in: Estimate | None,

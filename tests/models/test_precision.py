@@ -91,3 +91,17 @@ def test_a_copy_threatens_a_layer_claim_only_across_the_band_edge():
     across = {"dithered-s0": [claims.Unit(name="E0", primary=claims.Estimate(60.0, 40.0, 80.0))]}
     lost = rules._decided("P2-C1-core", [unit], ours="", setting="t", copy_units=across)
     assert lost.verdict == claims.NOT_TESTABLE and "stand-in precision" in lost.decided_by
+
+
+def test_unresolved_names_only_the_claims_a_copy_carries_across_an_edge():
+    stats = {f"L{l} neighbour average % (E0)": v for l, v in
+             {8: 500.0, 9: 300.0, 10: 200.0, 11: 900.0, 14: -5.0, 17: -2.0}.items()}
+    stats |= {"×0.9 on S % (E0)": 25.0, "ridge R² gate (forward, best α)": 0.2,
+              "delta correlation q": -0.5, "middle θ(Δh) rad": 1.5, "early-stopper share": 0.01}
+    copy = dict(stats) | {"×0.9 on S % (E0)": 35.0}  # ×0.9 crosses the 30 % edge
+    notes = precision.unresolved(precision.margins(
+        pd.DataFrame({"stand-in": stats, "dithered-s0": copy})))
+    assert set(notes) == {"P2-C4-only-scaling"} and "dithered-s0" in notes["P2-C4-only-scaling"]
+    far = dict(stats) | {"×0.9 on S % (E0)": -80.0}  # further from the edge: no threat
+    assert precision.unresolved(precision.margins(
+        pd.DataFrame({"stand-in": stats, "dithered-s0": far}))) == {}

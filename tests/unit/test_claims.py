@@ -229,3 +229,11 @@ def test_the_stand_in_check_is_directional():
     assert claims.stand_in_threat(band, Estimate(100, 80, 120), across) == []
     assert claims.stand_in_threat(band, stand_in, {"s0": None}) == []
     assert claims.shifted(Estimate(1.0, 0.5, 1.5), 2.0) == Estimate(2.0, 1.5, 2.5)
+
+
+def test_flagged_sets_a_failed_precondition_and_keeps_an_earlier_one():
+    units = [Unit(name="a", primary=IN), Unit(name="b", primary=IN, precondition="own")]
+    assert claims.flagged(units, None) == units
+    out = claims.flagged(units, "stand-in precision: crosses")
+    assert [u.precondition for u in out] == ["stand-in precision: crosses", "own"]
+    assert decide(_decl(), out[:1]).verdict is Verdict.NOT_TESTABLE

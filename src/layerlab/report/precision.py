@@ -45,7 +45,7 @@ from layerlab.depth.declarations import DECLARATIONS as P1
 
 __all__ = ["EXPERIMENT", "BLOCK", "LEVELS", "SEEDS", "q4_1", "steps", "dithered", "quantised",
            "dithered_copy", "error_share", "measure", "run", "movement", "margins", "describe",
-           "COPY_METHODS", "copy_maps"]
+           "COPY_METHODS", "copy_maps", "unresolved"]
 
 EXPERIMENT = "stand_in_precision"
 BLOCK, LEVELS = 32, 15  # Q4_1: 32 weights per block, codes 0..15
@@ -342,6 +342,15 @@ def margins(values: pd.DataFrame) -> pd.DataFrame:
                      "crossing": ", ".join(crossing),
                      "resolved": bool(math.isfinite(distance) and not crossing)})
     return pd.DataFrame(rows).set_index("claim")
+
+
+def unresolved(m: pd.DataFrame) -> dict[str, str]:
+    """Per claim `margins` does not resolve: the failed precondition its verdict names
+    (VERDICTS.md §4 [rev]: some copy carries the statistic across its band's edge)."""
+    return {cid: (f"stand-in precision: on dithered copies {r['crossing']} its {r['statistic']} "
+                  f"lands across the band's edge {r['band']} from the stand-in's "
+                  f"{r['stand-in']:.3g}") for cid, r in m.iterrows()
+            if not r["resolved"] and r["crossing"]}
 
 
 def describe(errors: pd.DataFrame) -> str:
