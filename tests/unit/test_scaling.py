@@ -407,7 +407,9 @@ def test_c4_headline_on_the_shape_interval(center, sd, verdict, step):
 @pytest.mark.parametrize("center,sd,verdict", [
     (1.0, 0.1, claims.REPRODUCED), (2.3, 0.1, claims.NOT_REPRODUCED),
     # straddling 1.5 while clearly below 2 one-sided: partly (VERDICTS.md §2 [rev])
-    (1.45, 0.1, claims.PARTLY), (1.3, 0.4, claims.NOT_TESTABLE)])
+    (1.45, 0.1, claims.PARTLY), (1.3, 0.4, claims.PARTLY),
+    # wide, and reaching 2 one-sided: nothing decided
+    (1.6, 0.4, claims.NOT_TESTABLE)])
 def test_c5_ensemble_not_procedural(center, sd, verdict):
     c = scaling.assess_ensemble(_shapes(1.0, 0.01), _shapes(center, sd), "t",
                                 _fit("converged", alpha_l=center))
@@ -444,5 +446,8 @@ def test_c7_size_exponent(alpha_m, alpha_l, verdict):
 def test_c7_needs_an_interval():
     fit = _fit("converged", alpha_m=1.0, alpha_l=1.0)
     assert scaling.assess_size_exponent(fit, "t").verdict == claims.NOT_TESTABLE
+    # an interval wider than the band straddles it: undecided, and with its secondary (m ∝ ℓ)
+    # undecided too, nothing is decided (VERDICTS.md §2 [rev])
     wide = scaling.assess_size_exponent(fit, "t", _shapes(1.0, 0.5, 1.0, 0.2))
-    assert wide.verdict == claims.NOT_TESTABLE and wide.decided_by.startswith("precondition")
+    assert wide.verdict == claims.NOT_TESTABLE and wide.decided_by.startswith("primary: the "
+                                                                             "interval straddles")

@@ -262,7 +262,10 @@ REVISED: dict[str, str] = {
                       "1.2 ± 0.3 and 1.2 inside our interval (VERDICTS.md §3 [rev]).",
     "P1-C5-ensemble-not-procedural": "Also reported one-sided, as its words separate α_ℓ ≈ 1 from "
                                      "≥ 2: a secondary asks whether the one-sided 95 % upper "
-                                     "bound over shapes lies below 2.",
+                                     "bound over shapes lies below 2. An interval wider than "
+                                     "the band is no longer a failed precondition (it hid the "
+                                     "decided one-sided part); it straddles the band, as for "
+                                     "P1-C7.",
     "P1-D1-independent-teacher": "The interval was a t interval over one sweep's 4–5 student "
                                  "depths (it measured the fit's curvature); it is now over "
                                  "teacher seeds, each seed's α_ℓ fitted over depths ≥ 4. A "

@@ -42,8 +42,9 @@ _C01_SCOPE = ("Chinchilla's training runs as extracted by Epoch AI with the auth
           "per run (Scaling/get_fitting_data_chinchilla.csv): one data set, one unit")
 _C01_RERUN_PRE = ("the outlier cut is the paper's (40 excluded) and keeps the paper's 203 points, so "
               "the fit sees the authors' data")
-_C01_SHAPE_PRE = ("the shape bootstrap has converged resamples, and its 95 % interval is narrower than "
-              "the band (a wider one can only straddle it)")
+_C01_SHAPE_PRE = ("the shape bootstrap has converged resamples (an interval wider than the band "
+                  "straddles it: the primary is then undecided and the claim's decided parts "
+                  "speak, VERDICTS.md §2 [rev])")
 _C01_HALF_DECIMAL = ("a refit of the paper's own points has no sampling error: agreement to the "
                  "precision the paper prints, one decimal (it rounds this fit to α_ℓ = 1.2 ± 0.3, "
                  "α_m ≈ 1, α_D ≈ 0.3), i.e. within 0.05 of the authors' output; their fourth "
