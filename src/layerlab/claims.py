@@ -198,6 +198,8 @@ class Unit:
     precondition: str | None = None
     control: Estimate | None = None
     secondary: Mapping[str, Estimate] = field(default_factory=dict)
+    # why a secondary is left undecided although measured (e.g. the stand-in's precision)
+    undecided: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -213,8 +215,13 @@ def _secondaries(decl: Declaration, unit: Unit) -> dict[str, str]:
     out = {}
     for sec in decl.secondary:
         est = unit.secondary.get(sec.name)
-        out[sec.name] = sec.band.test(est) if est is not None else "undecided"
+        out[sec.name] = ("undecided" if est is None or sec.name in unit.undecided
+                         else sec.band.test(est))
     return out
+
+
+def _why(unit: Unit, names: list[str]) -> list[str]:
+    return [f"{n} ({unit.undecided[n]})" if n in unit.undecided else n for n in names]
 
 
 def _named(parts: Mapping[str, str], state: str) -> list[str]:
@@ -265,7 +272,7 @@ def _decide_unit(decl: Declaration, unit: Unit) -> tuple[Verdict, str]:
     if failing:
         return PARTLY, "secondary fails: " + ", ".join(failing)
     if open_:
-        return PARTLY, "secondary not decided: " + ", ".join(open_)
+        return PARTLY, "secondary not decided: " + ", ".join(_why(unit, open_))
     return REPRODUCED, "primary and every secondary pass"
 
 

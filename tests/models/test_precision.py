@@ -105,3 +105,28 @@ def test_unresolved_names_only_the_claims_a_copy_carries_across_an_edge():
     far = dict(stats) | {"×0.9 on S % (E0)": -80.0}  # further from the edge: no threat
     assert precision.unresolved(precision.margins(
         pd.DataFrame({"stand-in": stats, "dithered-s0": far}))) == {}
+
+
+def test_a_secondary_a_copy_carries_across_its_edge_is_left_undecided_saying_why():
+    from layerlab import claims
+    from layerlab.anatomy.importance import rules
+
+    rest = claims.Estimate(25.0, 20.0, 29.0)  # "the rest connective": below 30 %
+    unit = claims.Unit(name="E0", primary=claims.Estimate(80.0, 60.0, 100.0),
+                       control=claims.Estimate(1.0, 0.0, 2.0),  # the untrained twin: no I/O layers
+                       secondary={"the rest connective": rest})
+    copy = claims.Unit(name="E0", primary=claims.Estimate(85.0, 65.0, 105.0),
+                       secondary={"the rest connective": claims.Estimate(45.0, 35.0, 55.0)})
+    c = rules._decided("P2-C1-io-layers", [unit], ours="", setting="t",
+                       copy_units={"dithered-s0": [copy]})
+    assert c.verdict == claims.PARTLY and "the rest connective (stand-in precision" in c.decided_by
+    still = dataclasses_replace(copy, secondary={"the rest connective": claims.Estimate(5, 1, 9)})
+    kept = rules._decided("P2-C1-io-layers", [unit], ours="", setting="t",
+                          copy_units={"dithered-s0": [still]})
+    assert kept.verdict == claims.REPRODUCED
+
+
+def dataclasses_replace(obj, **kw):
+    import dataclasses
+
+    return dataclasses.replace(obj, **kw)

@@ -95,9 +95,11 @@ def precision_units(claim_id: str, units: list[claims.Unit],
     dithered copy of the stand-in, lands across the band's edge from the stand-in's (or then
     straddles it) fails its precondition (stand-in precision); copies that move away from the
     edge, however far, threaten nothing. Returns the units and each unit's copies' estimates."""
-    band = DECLARATIONS[claim_id].band
+    decl = DECLARATIONS[claim_id]
+    band = decl.band
     out, moved = [], {}
     for u in units:
+        u = _secondary_precision(decl, u, copy_units)
         per = {c: next((x.primary for x in us if x.name == u.name), None)
                for c, us in copy_units.items()}
         moved[u.name] = {c: _interval(e) for c, e in per.items()}
@@ -110,6 +112,22 @@ def precision_units(claim_id: str, units: list[claims.Unit],
             u = dataclasses.replace(u, precondition=u.precondition or note)
         out.append(u)
     return out, moved
+
+
+def _secondary_precision(decl: claims.Declaration, u: claims.Unit,
+                         copy_units: Mapping[str, list[claims.Unit]]) -> claims.Unit:
+    """The directional check on each of the unit's secondaries: one that some copy carries across
+    its own band's edge is left undecided, saying why."""
+    why = dict(u.undecided)
+    for sec in decl.secondary:
+        est = u.secondary.get(sec.name)
+        per = {c: next((x.secondary.get(sec.name) for x in us if x.name == u.name), None)
+               for c, us in copy_units.items()}
+        threat = claims.stand_in_threat(sec.band, est, per) if est is not None else []
+        if threat:
+            why[sec.name] = (f"stand-in precision: {', '.join(threat)} carry it across "
+                             f"{sec.band.text('.3g')}")
+    return dataclasses.replace(u, undecided=why) if why != dict(u.undecided) else u
 
 
 def _decided(claim_id: str, units: list[claims.Unit], *, ours: str, setting: str,
