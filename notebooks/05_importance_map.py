@@ -198,9 +198,11 @@ points = importance.anchor_points(table, result.similarity, "E1", L)
 # %% [markdown]
 # ## Verdict
 #
-# Each claim was declared before its numbers were read and is decided by the one procedure of
-# [How the verdicts are decided](../decisions.md): the table gives its band and control and the
-# step that decided it; that page quotes the paper and gives the reason for each band.
+# Each claim is declared once, its band derived from the paper's words (the
+# [deviations page](../deviations.md) names each band fixed after its data had been seen), and
+# decided by the one procedure of [How the verdicts are decided](../decisions.md): the table gives
+# its band and control and the step that decided it; that page quotes the paper and gives the
+# reason for each band.
 # The layer claims' negative control is the untrained twin's map (the same model at random
 # initialisation): both operations on E0, neighbour averaging (every layer claim's primary) on
 # E1. The stand-in's own 4-bit rounding is measured by redoing this map on three copies of the

@@ -1,4 +1,4 @@
-"""P1's claims as declared before their numbers are read (`../shared/VERDICTS.md` §1).
+"""P1's claims as declared, each band derived from the paper's words (`../shared/VERDICTS.md` §1).
 
 One `Declaration` per claim: the paper's words and where they come from, the kind of claim, the
 primary statistic and its resampling unit, the band and the reason for it (§3), the precondition,
