@@ -260,3 +260,18 @@ def test_every_row_says_why_its_answer_can_differ_from_the_books():
                                     "skip": _layers(**CORE)}), 30)
     assert row[rules.VS_BOOK] == rules.WHY["P2-C1-core"]
     assert "stand-in" in row[rules.VS_BOOK]  # the book's precondition this row does not ask
+
+
+def test_chapter_12_lists_each_reason_once_with_the_models_it_applies_to():
+    from layerlab.report import chapter
+
+    def report(bulk: float) -> dict:
+        return {"summary": [rules.bulk_fraction(_stored_before_windows(bulk),
+                                                _stored_before_windows(0.5)),
+                            rules.scaling(_sweep(5.0), [3], _sweep(0.0),
+                                          _strategy_rows(1e5, 500.0))]}
+
+    table = chapter.against_book({"a": report(0.996), "b": report(0.8)})
+    assert list(table.index) == ["P1-B1-bulk-fraction", "P2-C4-only-scaling"]
+    assert table.loc["P1-B1-bulk-fraction", "models"] == "a, b"  # one stored-before reason
+    assert table.loc["P2-C4-only-scaling", rules.VS_BOOK] == rules.WHY["P2-C4-only-scaling"]

@@ -240,6 +240,7 @@ def reading(table: pd.DataFrame) -> str:
         nt = int((col == rules.SIGNATURE[claims.NOT_TESTABLE]).sum())
         out.append(f"{model}: shows {len(shown)} of {len(col)} findings"
                    + (f" ({', '.join(i[0] for i in shown)})" if shown else "")
-                   + f"; {nd} not diagnostic (its untrained twin or a null shows them too)"
+                   + f"; {nd} not diagnostic (the book's control — an untrained twin, a null, "
+                     "the layers shuffled, an edit of the same size — shows them too)"
                    + (f"; {nt} not testable at this budget" if nt else "") + ".")
     return "\n".join(out)

@@ -423,11 +423,11 @@ def anti_layers(table: pd.DataFrame, n_layers: int,
 
 
 # -- P2-C3, P2-C2: the weights ------------------------------------------------------------------
-def _skipped_note(short: list[dict[str, Any]], need: int) -> str:
+def _skipped_note(short: list[dict[str, Any]], need: int, what: str = "tensor") -> str:
     """What a verdict over the groups of a stack whose blocks differ left out (empty if none)."""
     if not short:
         return ""
-    return (f" ({len(short)} tensor group{'s' if len(short) != 1 else ''} of fewer than {need} "
+    return (f" ({len(short)} {what} group{'s' if len(short) != 1 else ''} of fewer than {need} "
             f"blocks left out: {', '.join(r['type'] for r in short)})")
 
 
@@ -486,7 +486,7 @@ def ridge(weights: list[dict[str, Any]], alphas: tuple[float, ...]) -> dict[str,
     loo, shuffled, ins = best("real"), best("shuffled"), best("real", "in_sample")
     unit = Unit(name="this model", primary=_spread(loo), control=_spread(shuffled))
     return row(cid, f"leave-one-out R² {_iv(unit.primary, '.3f')} over matrix types (in-sample "
-                    f"{ins.mean():.3f})" + _skipped_note(short, 4).replace("tensor", "matrix"),
+                    f"{ins.mean():.3f})" + _skipped_note(short, 4, "matrix"),
                f"shuffled order {_iv(unit.control, '.3f')}", _decide(cid, unit))
 
 
