@@ -268,9 +268,11 @@ plots.aspect_chart(optimal, scaling.chinchilla_shapes(data))
 # %% [markdown]
 # ## Verdict
 #
-# Each claim was declared before its numbers were read and is decided by the one procedure of
-# [How the verdicts are decided](../decisions.md): the table gives its band and control and the
-# step that decided it; that page quotes the paper and gives the reason for each band.
+# Each claim is declared once, its band derived from the paper's words (the
+# [deviations page](../deviations.md) names each band fixed after its data had been seen), and
+# decided by the one procedure of [How the verdicts are decided](../decisions.md): the table gives
+# its band and control and the step that decided it; that page quotes the paper and gives the
+# reason for each band.
 
 # %%
 setting = (f"Chinchilla runs (Epoch AI extraction), {len(kept)} points; "

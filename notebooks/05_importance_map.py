@@ -198,22 +198,24 @@ points = importance.anchor_points(table, result.similarity, "E1", L)
 # %% [markdown]
 # ## Verdict
 #
-# Each claim was declared before its numbers were read and is decided by the one procedure of
-# [How the verdicts are decided](../decisions.md): the table gives its band and control and the
-# step that decided it; that page quotes the paper and gives the reason for each band.
+# Each claim is declared once, its band derived from the paper's words (the
+# [deviations page](../deviations.md) names each band fixed after its data had been seen), and
+# decided by the one procedure of [How the verdicts are decided](../decisions.md): the table gives
+# its band and control and the step that decided it; that page quotes the paper and gives the
+# reason for each band.
 # The layer claims' negative control is the untrained twin's map (the same model at random
-# initialisation, the same operations), measured on the sets cheap enough for per-layer sweeps
-# (E0 on the `cpu` profile); a set without it leaves that unit's control unmeasured. A layer
-# claim whose statistic the stand-in's own 4-bit rounding can move across its band's edge
-# (copies perturbed by the quantiser's error, chapter 11) fails its precondition: *not testable
-# at this budget (stand-in precision)*.
+# initialisation): both operations on E0, neighbour averaging (every layer claim's primary) on
+# E1. The stand-in's own 4-bit rounding is measured by redoing this map on three copies of the
+# model, each perturbed by as much as the quantiser rounds (every layer; neighbour averaging on
+# E0 and E1, removal on E0). A claim is *not testable at this budget (stand-in precision)* on a
+# set only where some copy carries its statistic across the band's edge; a copy that moves it
+# further from the edge threatens nothing. Chapter 11 shows how far the copies move.
 
 # %%
 setting = (f"profile {profile.name}: {lab.model_name}, float32; E0 = our 10 sentences, "
            f"E1 = {int(result.sets.loc[1, 'predicted_tokens'])} tokens of {lab.cfg.e1_source}")
-# the 4-bit stand-in's own resolution (VERDICTS.md §4; shown in full in chapter 11)
-stand_in = precision.margins(precision.run(lab)["values"])
-claims.record(importance.assess(result, setting, L, stand_in=stand_in), profile.name)
+copies = precision.copy_maps(lab)  # this map on each dithered copy of the stand-in (cached)
+claims.record(importance.assess(result, setting, L, copies=copies), profile.name)
 
 # %% [markdown]
 # ## What we did differently, and why

@@ -139,9 +139,11 @@ recovery.control_table(result, no_damage, cfg).round(3)
 # %% [markdown]
 # ## Verdict
 #
-# Each claim was declared before its numbers were read and is decided by the one procedure of
-# [How the verdicts are decided](../decisions.md): the table gives its band and control and the
-# step that decided it; that page quotes the paper and gives the reason for each band.
+# Each claim is declared once, its band derived from the paper's words (the
+# [deviations page](../deviations.md) names each band fixed after its data had been seen), and
+# decided by the one procedure of [How the verdicts are decided](../decisions.md): the table gives
+# its band and control and the step that decided it; that page quotes the paper and gives the
+# reason for each band.
 
 # %%
 setting = (f"profile {profile.name}: {lab.model_name}; layers {list(cfg.layers)}; σ = {cfg.sigma}; "

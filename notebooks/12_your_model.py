@@ -32,11 +32,15 @@
 #   i.i.d. and untrained nulls, ridge R² in-sample against leave-one-out, and the ×α sweep on
 #   the least important layers (chapters 05–08).
 #
-# Each finding is then asked of this one model with the book claim's own declaration (the same
-# band where the statistic is the same) and decided by the book's one procedure, always with a
-# control: *signature present* means this model shows the paper's finding and its control does
-# not; *not diagnostic* means its untrained twin or a structure-free null shows it too. One model
-# neither reproduces nor refutes a paper, so the words are about the model. The result is one
+# Each finding is then asked of this one model with the book chapter's own rule wherever the
+# report's data allow it (the chapter's unit-building function, the claim's declaration and its
+# control) and decided by the book's one procedure: *signature present* means this model shows
+# the paper's finding and its control does not; *not diagnostic* means the control — the one the
+# book's chapter uses: the untrained twin, a structure-free null, the layers shuffled, or the
+# other strategies moved as far as ×0.9 — shows it too. One model neither reproduces nor refutes
+# a paper, so the words are about the model. Where a row's question differs from the book's (a
+# form for any depth where the book names SmolLM2's layers, a statistic the report does not
+# store), the row says why its answer can differ from the book's verdict on the same model. The result is one
 # self-contained HTML page (its charts render with no network) and a `report.json` with every
 # number and its provenance. Every step is stored as it finishes, so an interrupted report
 # resumes where it stopped.
@@ -117,8 +121,19 @@ print(chapter.reading(table))
 
 # %% [markdown]
 # The sentences above are written from the table: a finding a model "shows" passed its band on
-# that model and not on its control; "not diagnostic" findings are ones that a freshly
-# initialised network of the same shape (or a structure-free null) shows as well.
+# that model and not on its control; "not diagnostic" findings are ones that the book's control
+# (a freshly initialised network of the same shape, a structure-free null, the layers shuffled,
+# or an edit of the same size) shows as well.
+#
+# **Where a row can differ from the book.** The same model can get another answer here than in
+# the book's chapter. Each row says why: the chapter's rule on other text; a form for any depth
+# where the book names SmolLM2's layers; the model as loaded (the 4-bit stand-in itself, so the
+# book's stand-in precision check, which asks about the unquantised SmolLM2-135M, is not
+# applied); or a statistic or control that a stored report.json does not hold (such a row
+# decides only what its evidence can, and a rebuilt report applies the book's rule):
+
+# %%
+chapter.against_book(reports)
 
 # %% [markdown]
 # ## Depth profiles on a common axis
@@ -158,9 +173,11 @@ HTML(chapter.links(profile, reports))
 # - **Smaller budgets.** `--quick` reads 2,048 evaluation tokens and 4,096 tokens of windows so
 #   that a 135M model finishes in minutes on two CPU cores; intervals are wide at that size, and
 #   the verdicts say *not testable at this budget* rather than guess. `--full` is the GPU size.
-# - **One decision, the book's declarations.** Each row restates a book claim's declaration for
-#   one model (`layerlab.report.rules`) and is decided by `claims.decide`, each tested with an
-#   input that passes, one that fails and one whose control passes too.
+# - **One rulebook.** Each row restates a book claim's declaration for one model
+#   (`layerlab.report.rules`), builds its evidence with the book chapter's own function where the
+#   report's data allow it, and is decided by `claims.decide`; each is tested with an input that
+#   passes, one that fails, one whose control passes too, and one on which the chapter's rule and
+#   the report's must agree (`tests/unit/test_report_rules.py`).
 
 # %% [markdown]
 # ## Provenance

@@ -22,7 +22,7 @@ from typing import Any, Mapping, Sequence
 from layerlab import results
 
 __all__ = ["Verdict", "Kind", "Band", "Secondary", "Declaration", "index", "Estimate", "Unit", "Decision",
-           "decide", "across", "make", "Claim", "register", "record", "collect", "table", "VERDICTS",
+           "decide", "across", "finding", "flagged", "stand_in_threat", "shifted", "make", "Claim", "register", "record", "collect", "table", "VERDICTS",
            "REPRODUCED", "PARTLY", "NOT_REPRODUCED", "NOT_TESTABLE", "NOT_DIAGNOSTIC"]
 
 
@@ -61,32 +61,48 @@ class Kind(StrEnum):
 @dataclass(frozen=True, kw_only=True)
 class Band:
     """Where the primary statistic must fall, derived from the paper's words (VERDICTS.md §3),
-    never from our data; `reason` says how in one sentence."""
+    never from our data; `reason` says how in one sentence.
+
+    With `paper` set the band is a number with a stated uncertainty, `paper` ± its stated
+    uncertainty as [lo, hi], and `test` compares estimates, not intervals (VERDICTS.md §3 [rev]):
+    pass when our point lies in [lo, hi] and `paper` lies in our 95 % interval, fail when our
+    interval lies wholly outside [lo, hi]. Requiring our interval inside theirs could never pass
+    on the same data with the same spread."""
 
     lo: float = -math.inf
     hi: float = math.inf
     reason: str
+    paper: float | None = None
 
     def __post_init__(self) -> None:
         if not self.reason.strip():
             raise ValueError("a band needs its reason (VERDICTS.md §3)")
         if not self.lo < self.hi:
             raise ValueError(f"a band needs lo < hi, got [{self.lo}, {self.hi}]")
+        if self.paper is not None and not self.lo <= self.paper <= self.hi:
+            raise ValueError(f"the paper's value {self.paper} lies outside its own stated "
+                             f"interval [{self.lo}, {self.hi}]")
 
     def test(self, est: "Estimate") -> str:
         """'pass' (interval inside), 'fail' (disjoint) or 'undecided' (it straddles an edge or
         is NaN). An infinite end is allowed: a censored interval such as [320, ∞) steps can
-        still pass a one-sided band."""
+        still pass a one-sided band. With `paper` set: the estimates' comparison above."""
         lo, hi = est.lo, est.hi
         if math.isnan(lo) or math.isnan(hi) or lo > hi:
             return "undecided"
-        if self.lo <= lo and hi <= self.hi:
-            return "pass"
         if hi < self.lo or lo > self.hi:
             return "fail"
+        if self.paper is not None:
+            agree = self.lo <= est.point <= self.hi and lo <= self.paper <= hi
+            return "pass" if agree else "undecided"
+        if self.lo <= lo and hi <= self.hi:
+            return "pass"
         return "undecided"
 
     def text(self, fmt: str = "g") -> str:
+        if self.paper is not None:
+            return (f"our estimate in the paper's {self.paper:{fmt}} ± "
+                    f"{(self.hi - self.lo) / 2:{fmt}} and {self.paper:{fmt}} in our 95 % interval")
         if math.isinf(self.lo):
             return f"≤ {self.hi:{fmt}}"
         if math.isinf(self.hi):
@@ -182,6 +198,8 @@ class Unit:
     precondition: str | None = None
     control: Estimate | None = None
     secondary: Mapping[str, Estimate] = field(default_factory=dict)
+    # why a secondary is left undecided although measured (e.g. the stand-in's precision)
+    undecided: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -191,16 +209,53 @@ class Decision:
     units: dict[str, tuple[Verdict, str]]  # per unit: its verdict and deciding step
 
 
+def _secondaries(decl: Declaration, unit: Unit) -> dict[str, str]:
+    """Each declared secondary's outcome on the unit: 'pass', 'fail' or 'undecided' (not
+    measured counts as undecided)."""
+    out = {}
+    for sec in decl.secondary:
+        est = unit.secondary.get(sec.name)
+        out[sec.name] = ("undecided" if est is None or sec.name in unit.undecided
+                         else sec.band.test(est))
+    return out
+
+
+def _why(unit: Unit, names: list[str]) -> list[str]:
+    return [f"{n} ({unit.undecided[n]})" if n in unit.undecided else n for n in names]
+
+
+def _named(parts: Mapping[str, str], state: str) -> list[str]:
+    return [name for name, s in parts.items() if s == state]
+
+
+UNDECIDED_PRIMARY = "primary: the interval straddles the band's edge"
+
+
+def _undecided_primary(parts: Mapping[str, str]) -> tuple[Verdict, str]:
+    """VERDICTS.md §2 [rev]: an undecided primary never hides the claim's decided parts. All
+    decided parts pass → partly; some pass and some fail → partly, naming both; every decided
+    part fails → not reproduced; nothing decided → not testable."""
+    passing, failing = _named(parts, "pass"), _named(parts, "fail")
+    if not passing and not failing:
+        return NOT_TESTABLE, UNDECIDED_PRIMARY
+    said = "; ".join(p for p in (
+        "decided parts pass: " + ", ".join(passing) if passing else "",
+        "decided parts fail: " + ", ".join(failing) if failing else "") if p)
+    verdict = PARTLY if passing else NOT_REPRODUCED
+    return verdict, f"{UNDECIDED_PRIMARY}; {said}"
+
+
 def _decide_unit(decl: Declaration, unit: Unit) -> tuple[Verdict, str]:
     # 1. precondition
     if unit.precondition:
         return NOT_TESTABLE, f"precondition: {unit.precondition}"
     if unit.primary is None:
         return NOT_TESTABLE, "precondition: the primary statistic could not be measured"
+    parts = _secondaries(decl, unit)
     # 2. primary against band
     outcome = decl.band.test(unit.primary)
     if outcome == "undecided":
-        return NOT_TESTABLE, "primary: the interval straddles the band's edge"
+        return _undecided_primary(parts)
     # 3. control
     if outcome == "pass" and decl.kind is not Kind.NUMBER:
         if unit.control is None:
@@ -211,20 +266,13 @@ def _decide_unit(decl: Declaration, unit: Unit) -> tuple[Verdict, str]:
         if decl.kind is Kind.ABSENCE and control != "fail":
             return NOT_TESTABLE, "control: the measure cannot see the property (positive control)"
     # 4. secondaries
-    failing, open_ = [], []
-    for sec in decl.secondary:
-        est = unit.secondary.get(sec.name)
-        state = sec.band.test(est) if est is not None else "undecided"
-        if state == "fail":
-            failing.append(sec.name)
-        elif state == "undecided":
-            open_.append(sec.name)
+    failing, open_ = _named(parts, "fail"), _named(parts, "undecided")
     if outcome == "fail":
         return NOT_REPRODUCED, "primary: the interval lies outside the band"
     if failing:
         return PARTLY, "secondary fails: " + ", ".join(failing)
     if open_:
-        return PARTLY, "secondary not decided: " + ", ".join(open_)
+        return PARTLY, "secondary not decided: " + ", ".join(_why(unit, open_))
     return REPRODUCED, "primary and every secondary pass"
 
 
@@ -269,6 +317,55 @@ def across(verdicts: Mapping[str, str]) -> tuple[Verdict, str | None]:
     caution = [NOT_TESTABLE, NOT_DIAGNOSTIC, NOT_REPRODUCED, PARTLY, REPRODUCED]
     return (next(v for v in caution if counts.get(v) == top),
             f"across units, most common ({listed})")
+
+
+def finding(verdicts: Mapping[str, str]) -> tuple[Verdict, str | None]:
+    """A finding's verdict from its claims' (VERDICTS.md §2 [rev]): never an upgrade by
+    majority. Unanimous → that verdict (step None); mixed with any claim reproduced or partly
+    reproduced → partly reproduced; mixed with none of those but a claim not reproduced → not
+    reproduced (nothing of the finding holds, and a decided part fails); otherwise (not
+    testable beside not diagnostic) → not testable. Each claim's verdict is listed."""
+    if not verdicts:
+        raise ValueError("no verdicts to combine")
+    vs = {Verdict(v) for v in verdicts.values()}
+    if len(vs) == 1:
+        return next(iter(vs)), None
+    listed = "; ".join(f"{n}: {v}" for n, v in verdicts.items())
+    if vs & {REPRODUCED, PARTLY}:
+        return PARTLY, f"claims mixed ({listed})"
+    if NOT_REPRODUCED in vs:
+        return NOT_REPRODUCED, f"claims mixed, none holds ({listed})"
+    return NOT_TESTABLE, f"claims mixed, none decided ({listed})"
+
+
+def flagged(units: Sequence[Unit], note: str | None) -> list[Unit]:
+    """`units` with `note` as their failed precondition (a unit already failing one keeps its
+    own); unchanged when `note` is None. For a check made outside the units, e.g. the stand-in's
+    precision (VERDICTS.md §4)."""
+    from dataclasses import replace
+
+    return [replace(u, precondition=u.precondition or note) if note else u for u in units]
+
+
+def stand_in_threat(band: Band, stand_in: Estimate | None,
+                    copies: Mapping[str, Estimate | None]) -> list[str]:
+    """VERDICTS.md §4 [rev], directional: the copies whose statistic lands on the other side of
+    the band's edge from the stand-in's, or whose interval then straddles it (their band
+    outcome differs from the stand-in's). Movement away from the edge is no threat, and a
+    stand-in already undecided has nothing to threaten. A copy not measured (None) is skipped."""
+    if stand_in is None:
+        return []
+    own = band.test(stand_in)
+    if own == "undecided":
+        return []
+    return [name for name, e in copies.items() if e is not None and band.test(e) != own]
+
+
+def shifted(est: Estimate, to: float) -> Estimate:
+    """`est` moved so that its point is `to`: a copy measured by its point alone, carrying the
+    stand-in's sampling interval (the copies change the weights, not the evaluation text)."""
+    d = to - est.point
+    return Estimate(to, est.lo + d, est.hi + d)
 
 
 def make(decl: Declaration, decision: Decision, *, ours: str, setting: str,
@@ -382,7 +479,7 @@ _PLAIN = (
     ("primary: the interval lies outside the band", "our 95 % interval lies outside the band "
                                                     "the paper's words allow"),
     ("primary: the interval straddles the band's edge", "our 95 % interval straddles the band's "
-                                                        "edge: these data cannot decide"),
+                                                        "edge: these data cannot decide it"),
     ("control: the negative control passes too", "an untrained or structure-free control shows "
                                                  "the same, so it says nothing about training"),
     ("secondary fails:", "the main number holds but another stated part fails:"),

@@ -33,11 +33,19 @@ def test_tally_counts_claims_and_findings_per_paper():
 
 
 def test_answer_sentences_follow_the_register():
+    """Findings in words, re-run kept apart from replicated, the stand-in's distance in the line
+    of every finding measured on it (VERDICTS.md §5 [rev])."""
     t = _register({"P1-a": "reproduced", "P2-a": "not reproduced", "P2-b": "not reproduced"})
-    text = " ".join(findings.answer_sentences(t))
-    assert "1 of 1 claims reproduced" in text and "2 not reproduced" in text
-    t2 = t.assign(verdict="reproduced")
-    assert "2 of 2 claims reproduced" in " ".join(findings.answer_sentences(t2))
+    t.loc[t["id"] == "P1-a", "finding"] = "P1-C recipe re-run"
+    t.loc[t["id"] == "P2-b", "setting"] = "smollm2-135m-instruct-q4"
+    lines = findings.answer_sentences(t, "4-bit stand-in: E0 perplexity 35.7")
+    p1, p2 = lines[0], lines[1]
+    assert "Re-run" in p1 and "recipe re-run" in p1 and "Replicated (" not in p1
+    assert "Not replicated" in p2 and "†" in p2 and "E0 perplexity 35.7" in p2
+    assert "E0 perplexity" not in p1  # no P1 finding was measured on the stand-in
+    t2 = t.assign(verdict="reproduced", finding=["P1-F0", "P2-F0", "P2-F1"])
+    text = " ".join(findings.answer_sentences(t2))
+    assert "Replicated (" in text and "Re-run" not in text
 
 
 def test_a_finding_is_shown_only_when_its_evidence_holds():

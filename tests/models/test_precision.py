@@ -69,24 +69,64 @@ def test_margins_say_which_claims_the_stand_in_resolves():
     values = pd.DataFrame({"stand-in": stats, "dithered-s0": moved})
     m = precision.margins(values)
     assert not m.loc["P2-C1-core", "resolved"]  # 300 % is 200 from the edge, the copy moved 250
-    assert m.loc["P2-C1-anti-layers", "resolved"]  # 2 from 0, moved 1
+    assert m.loc["P2-C1-core", "crossing"] == "dithered-s0"
+    assert m.loc["P2-C1-anti-layers", "resolved"]  # 2 from 0, moved 1 toward it: same side
     assert m.loc["P1-A4-no-early-stopping", "movement"] == pytest.approx(0.001)
     # a share's lower limit is no edge: 0.01 lies 0.03 from the band's upper edge
     assert m.loc["P1-A4-no-early-stopping", "distance to the band's edge"] == pytest.approx(0.03)
     assert set(precision.movement(values)["movement"].index) == set(stats)
 
 
-def test_a_claim_the_stand_in_cannot_resolve_is_not_testable():
+def test_a_copy_threatens_a_layer_claim_only_across_the_band_edge():
+    """VERDICTS.md §4 [rev]: the copies' own units, built by the chapter's unit function, and
+    the directional check: a copy far above the edge threatens nothing; one across it does."""
     from layerlab import claims
     from layerlab.anatomy.importance import rules
 
-    unit = claims.Unit(name="E0", primary=claims.Estimate(3.0, 2.9, 3.1))
-    margins = pd.DataFrame([{"claim": "P2-C1-range", "statistic": "s", "movement": 2.0,
-                             "distance to the band's edge": 1.0, "resolved": False}]
-                           ).set_index("claim")
-    found = rules._decided("P2-C1-range", [unit], ours="", setting="t", stand_in=margins)
-    assert found.verdict == claims.NOT_TESTABLE and "stand-in precision" in found.decided_by
-    resolved = margins.assign(resolved=True)
-    kept = rules._decided("P2-C1-range", [unit], ours="", setting="t", stand_in=resolved)
-    assert kept.decided_by == rules._decided("P2-C1-range", [unit], ours="",
-                                             setting="t").decided_by
+    unit = claims.Unit(name="E0", primary=claims.Estimate(265.0, 227.0, 311.0))
+    away = {"dithered-s0": [claims.Unit(name="E0", primary=claims.Estimate(4000.0, 3000.0, 5000.0))]}
+    kept = rules._decided("P2-C1-core", [unit], ours="", setting="t", copy_units=away)
+    assert "stand-in precision" not in kept.decided_by
+    assert kept.numbers["stand-in copies"]["E0"]["dithered-s0"] == [4000.0, 3000.0, 5000.0]
+    across = {"dithered-s0": [claims.Unit(name="E0", primary=claims.Estimate(60.0, 40.0, 80.0))]}
+    lost = rules._decided("P2-C1-core", [unit], ours="", setting="t", copy_units=across)
+    assert lost.verdict == claims.NOT_TESTABLE and "stand-in precision" in lost.decided_by
+
+
+def test_unresolved_names_only_the_claims_a_copy_carries_across_an_edge():
+    stats = {f"L{l} neighbour average % (E0)": v for l, v in
+             {8: 500.0, 9: 300.0, 10: 200.0, 11: 900.0, 14: -5.0, 17: -2.0}.items()}
+    stats |= {"×0.9 on S % (E0)": 25.0, "ridge R² gate (forward, best α)": 0.2,
+              "delta correlation q": -0.5, "middle θ(Δh) rad": 1.5, "early-stopper share": 0.01}
+    copy = dict(stats) | {"×0.9 on S % (E0)": 35.0}  # ×0.9 crosses the 30 % edge
+    notes = precision.unresolved(precision.margins(
+        pd.DataFrame({"stand-in": stats, "dithered-s0": copy})))
+    assert set(notes) == {"P2-C4-only-scaling"} and "dithered-s0" in notes["P2-C4-only-scaling"]
+    far = dict(stats) | {"×0.9 on S % (E0)": -80.0}  # further from the edge: no threat
+    assert precision.unresolved(precision.margins(
+        pd.DataFrame({"stand-in": stats, "dithered-s0": far}))) == {}
+
+
+def test_a_secondary_a_copy_carries_across_its_edge_is_left_undecided_saying_why():
+    from layerlab import claims
+    from layerlab.anatomy.importance import rules
+
+    rest = claims.Estimate(25.0, 20.0, 29.0)  # "the rest connective": below 30 %
+    unit = claims.Unit(name="E0", primary=claims.Estimate(80.0, 60.0, 100.0),
+                       control=claims.Estimate(1.0, 0.0, 2.0),  # the untrained twin: no I/O layers
+                       secondary={"the rest connective": rest})
+    copy = claims.Unit(name="E0", primary=claims.Estimate(85.0, 65.0, 105.0),
+                       secondary={"the rest connective": claims.Estimate(45.0, 35.0, 55.0)})
+    c = rules._decided("P2-C1-io-layers", [unit], ours="", setting="t",
+                       copy_units={"dithered-s0": [copy]})
+    assert c.verdict == claims.PARTLY and "the rest connective (stand-in precision" in c.decided_by
+    still = dataclasses_replace(copy, secondary={"the rest connective": claims.Estimate(5, 1, 9)})
+    kept = rules._decided("P2-C1-io-layers", [unit], ours="", setting="t",
+                          copy_units={"dithered-s0": [still]})
+    assert kept.verdict == claims.REPRODUCED
+
+
+def dataclasses_replace(obj, **kw):
+    import dataclasses
+
+    return dataclasses.replace(obj, **kw)

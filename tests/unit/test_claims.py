@@ -154,3 +154,86 @@ def test_the_one_decision_is_the_only_way_to_combine_verdicts():
 def test_a_claim_is_built_by_keyword_only():
     with pytest.raises(TypeError):
         claims.Claim("P1-X1", "P1", "ch", "s", "1", "1", "r", "reproduced", "set")  # noqa
+
+
+# -- VERDICTS.md [rev] -----------------------------------------------------------------------------
+def test_an_undecided_primary_never_hides_the_decided_parts():
+    sec = (Secondary(name="slow L14", statistic="steps", band=Band(lo=100, reason="“slow”")),
+           Secondary(name="never output", statistic="steps", band=Band(lo=300, reason="“never”")))
+    decl = _decl(secondary=sec)
+    passing, failing = Estimate(150, 120, 200), Estimate(50, 40, 60)
+    both_pass = decide(decl, [Unit(name="u", primary=EDGE, secondary={
+        "slow L14": passing, "never output": Estimate(400, 320, 500)})])
+    assert both_pass.verdict is Verdict.PARTLY
+    assert "decided parts pass: slow L14, never output" in both_pass.decided_by
+    mixed = decide(decl, [Unit(name="u", primary=EDGE, secondary={
+        "slow L14": passing, "never output": failing})])
+    assert mixed.verdict is Verdict.PARTLY
+    assert "pass: slow L14" in mixed.decided_by and "fail: never output" in mixed.decided_by
+    all_fail = decide(decl, [Unit(name="u", primary=EDGE, secondary={"slow L14": failing})])
+    assert all_fail.verdict is Verdict.NOT_REPRODUCED and "fail: slow L14" in all_fail.decided_by
+    nothing = decide(decl, [Unit(name="u", primary=EDGE, secondary={
+        "slow L14": Estimate(100, 90, 110)})])
+    assert nothing.verdict is Verdict.NOT_TESTABLE
+    assert nothing.decided_by == "primary: the interval straddles the band's edge"
+
+
+def test_a_number_with_a_stated_uncertainty_compares_estimates():
+    """α_ℓ = 1.2 ± 0.3 refitted on the same data with the same spread: our interval can never
+    fit inside theirs, so the estimates are compared (VERDICTS.md §3 [rev])."""
+    stated = Band(lo=0.9, hi=1.5, paper=1.2, reason="the paper's value ± its stated uncertainty")
+    decl = _decl(band=stated)
+    same_data = Estimate(1.33, 0.9, 2.0)  # wider than theirs, both estimates inside the other
+    assert decide(decl, [Unit(name="u", primary=same_data)]).verdict is Verdict.REPRODUCED
+    assert BAND.test(same_data) == "undecided"  # the interval rule could not pass it
+    outside = Estimate(2.2, 1.8, 2.6)
+    assert decide(decl, [Unit(name="u", primary=outside)]).verdict is Verdict.NOT_REPRODUCED
+    # our point outside their interval, yet the intervals overlap: undecided
+    assert stated.test(Estimate(1.6, 1.1, 2.1)) == "undecided"
+    # their value outside our interval, our point inside theirs: undecided
+    assert stated.test(Estimate(1.45, 1.3, 1.6)) == "undecided"
+    with pytest.raises(ValueError, match="outside its own stated"):
+        Band(lo=0.9, hi=1.5, paper=2.0, reason="r")
+    assert "1.2 ± 0.3" in stated.text()
+
+
+def test_a_finding_never_upgrades_its_claims_by_majority():
+    r, p, n = Verdict.REPRODUCED, Verdict.PARTLY, Verdict.NOT_REPRODUCED
+    t, d = Verdict.NOT_TESTABLE, Verdict.NOT_DIAGNOSTIC
+    assert claims.finding({"a": p, "b": r, "c": r})[0] is p
+    assert claims.finding({"a": n, "b": d})[0] is n
+    assert claims.finding({"a": t, "b": d})[0] is t
+    assert claims.finding({"a": r, "b": r}) == (r, None)
+    assert claims.finding({"a": r, "b": n, "c": n})[0] is p
+    assert "a: partly" in claims.finding({"a": p, "b": r})[1]
+    with pytest.raises(ValueError):
+        claims.finding({})
+
+
+def test_the_stand_in_check_is_directional():
+    """A copy threatens a verdict only by crossing the band's edge (or straddling it then);
+    moving further from the edge, however far, is no threat."""
+    band = Band(lo=100, reason="critical: ≥ 100 %")
+    stand_in = Estimate(265, 227, 311)
+    away = {"s0": Estimate(4000, 3000, 5000), "s1": Estimate(190, 150, 230)}
+    assert claims.stand_in_threat(band, stand_in, away) == []
+    across = {"s0": Estimate(90, 70, 110), "s1": Estimate(300, 250, 350)}
+    assert claims.stand_in_threat(band, stand_in, across) == ["s0"]
+    straddles = {"s2": Estimate(130, 95, 160)}
+    assert claims.stand_in_threat(band, stand_in, straddles) == ["s2"]
+    # a failing verdict is threatened by a copy that passes, not by one that fails further
+    failing = Estimate(40, 31, 50)
+    assert claims.stand_in_threat(band, failing, {"s0": Estimate(10, 5, 20)}) == []
+    assert claims.stand_in_threat(band, failing, {"s0": Estimate(150, 120, 180)}) == ["s0"]
+    # an undecided stand-in has nothing to threaten; an unmeasured copy is skipped
+    assert claims.stand_in_threat(band, Estimate(100, 80, 120), across) == []
+    assert claims.stand_in_threat(band, stand_in, {"s0": None}) == []
+    assert claims.shifted(Estimate(1.0, 0.5, 1.5), 2.0) == Estimate(2.0, 1.5, 2.5)
+
+
+def test_flagged_sets_a_failed_precondition_and_keeps_an_earlier_one():
+    units = [Unit(name="a", primary=IN), Unit(name="b", primary=IN, precondition="own")]
+    assert claims.flagged(units, None) == units
+    out = claims.flagged(units, "stand-in precision: crosses")
+    assert [u.precondition for u in out] == ["stand-in precision: crosses", "own"]
+    assert decide(_decl(), out[:1]).verdict is Verdict.NOT_TESTABLE

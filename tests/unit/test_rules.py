@@ -16,6 +16,7 @@ from layerlab.claims import (
     Estimate,
 )
 from layerlab.depth import clusters, geometry, lens, scaling, toy, tracing
+from layerlab.depth.declarations import DECLARATIONS
 
 
 # --- shared helpers -----------------------------------------------------------------------------
@@ -25,13 +26,26 @@ def _boot(center: float, sd: float, n: int = 400) -> pd.DataFrame:
     return pd.DataFrame({"alpha_l": rng.normal(center, sd, n), "converged": True})
 
 
-@pytest.mark.parametrize("center,sd,verdict", [(1.2, 0.05, REPRODUCED), (1.2, 0.4, NOT_TESTABLE),
-                                               (2.5, 0.05, NOT_REPRODUCED)])
-def test_c4_headline_equivalence(center, sd, verdict):
+@pytest.mark.parametrize("center,sd,verdict", [
+    (1.2, 0.05, REPRODUCED),
+    (1.2, 0.4, REPRODUCED),  # same data, a spread as wide as theirs: the estimates still agree
+    (1.6, 0.4, NOT_TESTABLE),  # our point outside 1.2 ± 0.3, our interval reaching into it
+    (2.5, 0.05, NOT_REPRODUCED)])
+def test_c4_headline_compares_estimates(center, sd, verdict):
     fit = type("F", (), {"alpha_l": center})()
     scan = pd.DataFrame({"recipe": "converged", "cut": [40], "alpha_l": [center]})
     c = scaling.assess_headline(fit, _boot(center, sd), _boot(center, sd), scan, fit, "t")
     assert c.verdict == verdict
+
+
+@pytest.mark.parametrize("center,sd,below", [(1.2, 0.3, "pass"), (1.9, 0.3, "undecided")])
+def test_c5_is_also_reported_one_sided(center, sd, below):
+    """α_ℓ ≈ 1 rather than ≥ 2: beside the contrast's band, is α_ℓ below 2 (one-sided 95 %)?"""
+    fit = type("F", (), {"alpha_l": center})()
+    c = scaling.assess_ensemble(_boot(center, sd), _boot(center, sd), "t", fit)
+    upper = c.numbers["one_sided_upper"]
+    assert (upper < 2.0) == (below == "pass")
+    assert "α_ℓ < 2 in" in c.ours and 0 <= c.numbers["share_below_2"] <= 1
 
 
 # --- chapter 02 -------------------------------------------------------------------------------
@@ -62,8 +76,10 @@ def test_a1_edges_threshold_is_the_untrained_twins_range():
     # below the twin's range: training made the edges rotate less than a random stack's
     assert geometry.assess_edges(_edges(0.5, 0.8, 0.1), "t").verdict == NOT_REPRODUCED
     # the trained interval reaches into the twin's range: the threshold straddles it
+    # (VERDICTS.md §2 [rev]: its decided part, edges above the middle, still speaks)
     c = geometry.assess_edges(_edges(3.0, 2.9, 0.1), "t")
-    assert c.verdict == NOT_TESTABLE and "straddles" in c.decided_by
+    assert c.verdict == PARTLY and "straddles" in c.decided_by
+    assert "decided parts pass" in c.decided_by
     # above the twin's range but edges not clearly above the middle: the secondary is open
     c = geometry.assess_edges(_edges(0.95, 0.5, 0.1), "t")
     assert c.verdict == PARTLY and "edges above the middle" in c.decided_by
@@ -235,9 +251,10 @@ def test_a4_no_early_stopping_is_an_absence_claim_with_a_positive_control():
     assert lens.assess(pd.DataFrame([{**row, "early_share": 0.4}]), "t").verdict == NOT_REPRODUCED
     c = lens.assess(pd.DataFrame([{**row, "drop_by_middle": 0.95}]), "t")
     assert c.verdict == PARTLY and "gradual" in c.decided_by
-    # 3.5 % of 1,000 tokens: the interval reaches past the 4 % band
-    assert lens.assess(pd.DataFrame([{**row, "tokens": 1000, "early_share": 0.035}]),
-                       "t").verdict == NOT_TESTABLE
+    # 3.5 % of 1,000 tokens: the interval reaches past the 4 % band; the gradual drop, decided,
+    # is named (VERDICTS.md §2 [rev])
+    c = lens.assess(pd.DataFrame([{**row, "tokens": 1000, "early_share": 0.035}]), "t")
+    assert c.verdict == PARTLY and "straddles" in c.decided_by
     # a CE that does not fall, or no token count: not testable
     assert lens.assess(pd.DataFrame([{**row, "drop_by_middle": float("nan")}]),
                        "t").verdict == NOT_TESTABLE
@@ -294,7 +311,9 @@ def test_b1_band_control_and_secondaries():
     c = clusters.assess(_bulk(0.99, minority=4.7), "m", "t", early)[0]
     assert c.verdict == PARTLY and "minority stops early" in c.decided_by
     assert clusters.assess(_bulk(0.90), "m", "t", early)[0].verdict == NOT_REPRODUCED
-    assert clusters.assess(_bulk(0.9598, half=0.001), "m", "t")[0].verdict == NOT_TESTABLE
+    # straddling the band, its decided parts named (VERDICTS.md §2 [rev])
+    c = clusters.assess(_bulk(0.9598, half=0.001), "m", "t")[0]
+    assert c.verdict == PARTLY and "straddles" in c.decided_by
     # the layer-shuffled control keeps the bulk: the fraction is not about the profile's shape
     c = clusters.assess(_bulk(0.998, control=0.998), "m", "t", early)[0]
     assert c.verdict == NOT_DIAGNOSTIC and c.decided_by.startswith("control")
@@ -304,112 +323,241 @@ def test_b1_band_control_and_secondaries():
     assert c.numbers["minority_position0_share"] != c.numbers["minority_position0_share"]  # NaN
 
 
-def _alphas(rows: list[tuple], se: float = 0.05, n: int = 6) -> pd.DataFrame:
-    """(sweep, teacher, objective, T, alpha history, deep slope[, seed]); every fit over `n`
-    depths with standard error `se` (t interval ± 2.78 se at n = 6)."""
-    out = []
-    for sweep, teacher, objective, T, history, deep, *seed in rows:
-        for i, a in enumerate(history):
-            out.append({"sweep": sweep, "teacher": teacher, "objective": objective,
-                        "temperature": T, "seed": seed[0] if seed else 0, "block": "euler",
-                        "step": i + 1, "alpha": a, "alpha_se": se, "alpha_common": a,
-                        "alpha_common_se": se, "n_depths": n, "n_common": n,
-                        "deep_slope": deep})
-    return pd.DataFrame(out)
+# --- chapter 04: every toy unit is a setting over teacher seeds ------------------------------------
+DEPTHS = (2, 4, 8, 16)
 
 
-def test_d1_each_independent_sweep_is_a_unit_against_the_contrast_band():
-    ok = _alphas([("a", "independent", "kl", 1.0, [0.9, 1.0], 1.0)])
-    assert toy.assess_independent(ok, "t").verdict == REPRODUCED
-    still = _alphas([("a", "independent", "kl", 1.0, [0.2, 0.3], 0.6)])  # rising to the band
-    c = toy.assess_independent(still, "t")
+def _config(teacher: str, objective: str, T: float, seed: int, steps: int) -> dict:
+    return {"teacher": teacher, "objective": objective, "temperature": T, "seed": seed,
+            "steps": steps, "student_block": "euler"}
+
+
+def _alphas(rows: list[tuple], bend: float = 1.0) -> pd.DataFrame:
+    """(sweep, teacher, objective, T, seed, α history[, depths]) → the α_ℓ table of sweeps whose
+    test loss at evaluation i is d^(−α_i) at every depth d ≥ 4, so each seed's fit over them
+    is exactly its α; depth 2's loss is multiplied by `bend` (a bent curve). Sweeps with the
+    same name but for a '-sN' suffix, and the same config but for the seed, are one setting."""
+    runs = {}
+    for sweep, teacher, objective, T, seed, history, *depths in rows:
+        ds = depths[0] if depths else DEPTHS
+        curve = [{"step": 1000 * (i + 1),
+                  "test_loss": [d ** -a * (bend if d < toy.DEEP else 1.0) for d in ds]}
+                 for i, a in enumerate(history)]
+        runs[sweep] = {"config": _config(teacher, objective, T, seed, 1000 * len(history)),
+                       "depths": list(ds), "curve": curve}
+    return toy.alpha_table(runs)
+
+
+def _seeds(name: str, teacher: str, objective: str, T: float, histories: list[list[float]],
+           depths=DEPTHS) -> list[tuple]:
+    """One setting's sweeps, one per teacher seed (named as the profiles name them)."""
+    return [(name if s == 0 else f"{name}-s{s}", teacher, objective, T, s, h, depths)
+            for s, h in enumerate(histories)]
+
+
+def test_toy_sweeps_differing_only_by_seed_are_one_setting():
+    rows = (_seeds("kl-T1-independent", "independent", "kl", 1.0, [[1.0], [1.1]])
+            + _seeds("mse-independent", "independent", "mse", 1.0, [[1.0], [1.0]])
+            + [("mse-independent-s1b", "independent", "mse", 1.0, 2, [1.0, 1.0])])  # longer
+    found = {s.name: s for s in toy.settings(toy.final_alphas(_alphas(rows)))}
+    assert set(found) == {"kl-T1-independent", "mse-independent", "mse-independent-s1b"}
+    assert dict(found["kl-T1-independent"].sweeps) == {0: "kl-T1-independent",
+                                                       1: "kl-T1-independent-s1"}
+    assert found["kl-T1-independent"].depths == (4, 8, 16)  # depth 2 left out
+    # seeds with different students share only the deep depths both trained
+    mixed = _alphas([("m", "tied", "mse", 1.0, 0, [1.0], (2, 4, 8, 16, 32)),
+                     ("m-s1", "tied", "mse", 1.0, 1, [1.0], (2, 4, 8, 16))])
+    assert toy.settings(toy.final_alphas(mixed))[0].depths == (4, 8, 16)
+
+
+def test_seed_summary_gives_each_seed_and_the_interval_over_seeds():
+    rows = (_seeds("a", "independent", "kl", 1.0, [[1.0], [1.02]])
+            + _seeds("b", "tied", "kl", 1.0, [[2.0]]))
+    out = toy.seed_summary(_alphas(rows, bend=3.0)).set_index("setting")
+    a, b = out.loc["a"], out.loc["b"]
+    assert (a.seeds, a.depths, a.alpha_per_seed) == (2, "4–16", "1.000, 1.020")
+    assert a.lo < a.alpha_mean < a.hi and a.alpha_mean == pytest.approx(1.01)
+    assert b.seeds == 1 and np.isnan(b.lo) and np.isnan(b.hi)
+
+
+def test_d1_interval_is_over_teacher_seeds():
+    passes = _seeds("pass", "independent", "kl", 1.0, [[0.95], [1.0], [1.05]])
+    fails = _seeds("fail", "independent", "kl", 0.1, [[0.2, 0.2], [0.22, 0.22]])
+    single = _seeds("single", "independent", "kl", 0.01, [[1.0, 1.0]])
+    c = toy.assess_independent(_alphas(passes + fails + single), "t")
+    assert c.units["pass"]["verdict"] == REPRODUCED
+    assert c.numbers["pass"]["primary"][1] == pytest.approx(1.0 - 4.303 * 0.05 / 3 ** 0.5, rel=1e-3)  # t(2): mean ± 4.30·SE
+    assert c.units["fail"]["verdict"] == NOT_REPRODUCED
+    assert c.units["single"]["verdict"] == NOT_TESTABLE
+    assert toy.ONE_SEED in c.units["single"]["decided_by"]
+    assert c.verdict == PARTLY  # reproduced and not reproduced across units
+    assert toy.assess_independent(_alphas(single), "t").verdict == NOT_TESTABLE
+    assert toy.assess_independent(_alphas(passes), "t").verdict == REPRODUCED
+
+
+def test_d1_seeds_not_depths_make_the_interval():
+    # every sweep is an exact power law (a zero-width interval over its depths), but the
+    # teacher seeds disagree: the interval over seeds straddles the band
+    spread = _seeds("a", "independent", "kl", 1.0, [[0.6], [1.4], [1.0]])
+    c = toy.assess_independent(_alphas(spread), "t")
+    assert c.verdict == NOT_TESTABLE and "straddles" in c.decided_by
+    # each curve bends at depth 2 (a wide interval over depths): the seeds agree, and depth 2
+    # is left out of the per-seed fit
+    bent = _seeds("a", "independent", "kl", 1.0, [[1.0], [1.02]])
+    c = toy.assess_independent(_alphas(bent, bend=3.0), "t")
+    assert c.verdict == REPRODUCED and c.numbers["a"]["per_seed"] == pytest.approx([1.0, 1.02])
+    # too few deep students: no α_ℓ
+    shallow = _seeds("a", "independent", "kl", 1.0, [[1.0], [1.0]], depths=(2, 4))
+    assert "fewer than 2 student depths" in toy.assess_independent(_alphas(shallow),
+                                                                   "t").decided_by
+
+
+def test_d1_convergence_is_judged_on_the_seed_mean():
+    rising = _seeds("a", "independent", "kl", 1.0, [[0.2, 0.3], [0.22, 0.32]])
+    c = toy.assess_independent(_alphas(rising), "t")
     assert c.verdict == NOT_TESTABLE and "not converged" in c.decided_by
-    stuck = _alphas([("a", "independent", "kl", 1.0, [0.2, 0.2], 0.6)])
-    assert toy.assess_independent(stuck, "t").verdict == NOT_REPRODUCED
-    away = _alphas([("a", "independent", "kl", 1.0, [0.25, 0.2], 0.6)])  # moving away
-    assert toy.assess_independent(away, "t").verdict == NOT_REPRODUCED
-    wide = _alphas([("a", "independent", "kl", 1.0, [1.0, 1.0], 1.0)], se=0.3, n=4)
-    assert toy.assess_independent(wide, "t").verdict == NOT_TESTABLE  # t(2) interval straddles
-    few = _alphas([("a", "independent", "kl", 1.0, [1.0, 1.0], 1.0)], n=2)
-    assert "no interval" in toy.assess_independent(few, "t").decided_by
-    # the unconverged sweep is its own unit, not set aside: one each way → the cautious one
-    mixed = _alphas([("a", "independent", "kl", 1.0, [0.9, 1.0], 1.0),
-                     ("b", "independent", "kl", 0.1, [0.2, 0.3], 0.6)])
-    c = toy.assess_independent(mixed, "t")
-    assert c.verdict == NOT_TESTABLE and c.units["a"]["verdict"] == REPRODUCED
-    assert "not converged" in c.units["b"]["decided_by"]
-    assert toy.assess_independent(_alphas([("t", "tied", "kl", 1.0, [1.0], 1.0)]),
+    away = _seeds("a", "independent", "kl", 1.0, [[0.3, 0.2], [0.32, 0.22]])
+    assert toy.assess_independent(_alphas(away), "t").verdict == NOT_REPRODUCED
+    # one seed and still moving: both preconditions named
+    c = toy.assess_independent(_alphas(_seeds("a", "independent", "kl", 1.0, [[0.2, 0.3]])), "t")
+    assert toy.ONE_SEED in c.decided_by and "not converged" in c.decided_by
+    assert toy.assess_independent(_alphas(_seeds("t", "tied", "kl", 1.0, [[1.0], [1.0]])),
                                   "t").verdict == NOT_TESTABLE  # no independent sweep at all
 
 
-def test_convergence_is_judged_per_sweep():
-    # sweep b rises, but it is the passing one: a's failure stands
-    rows = _alphas([("a", "independent", "kl", 1.0, [0.2, 0.2], 0.5),
-                    ("b", "independent", "kl", 0.1, [0.8, 1.0], 1.0)])
-    c = toy.assess_independent(rows, "t")
-    assert c.verdict == PARTLY and c.units["a"]["verdict"] == NOT_REPRODUCED
-
-
-def test_d2_tied_steep_rules():
-    ind = ("i", "independent", "kl", 1.0, [1.0, 1.0], 1.0)
-    assert toy.assess_tied_steep(_alphas([ind, ("t", "tied", "kl", 1.0, [3.0, 3.0], 2.5)]),
-                                 "t").verdict == REPRODUCED
-    assert toy.assess_tied_steep(_alphas([ind, ("t", "tied", "kl", 1.0, [1.3, 1.2], 1.0)]),
-                                 "t").verdict == NOT_REPRODUCED
-    c = toy.assess_tied_steep(_alphas([ind, ("t", "tied", "kl", 1.0, [1.0, 1.3], 1.0)]), "t")
+def test_d2_tied_steep_over_seeds():
+    ind = _seeds("kl-T1-independent", "independent", "kl", 1.0, [[1.0, 1.0], [1.0, 1.0]])
+    steep = _seeds("kl-T1-tied", "tied", "kl", 1.0, [[3.0, 3.0], [3.1, 3.1]])
+    c = toy.assess_tied_steep(_alphas(ind + steep), "t")
+    assert c.verdict == REPRODUCED
+    assert c.numbers["kl-T1-tied"]["steeper than independent"][0] == pytest.approx(2.05)
+    shallow = _seeds("kl-T1-tied", "tied", "kl", 1.0, [[1.3, 1.2], [1.2, 1.1]])
+    assert toy.assess_tied_steep(_alphas(ind + shallow), "t").verdict == NOT_REPRODUCED
+    rising = _seeds("kl-T1-tied", "tied", "kl", 1.0, [[1.0, 1.3], [1.0, 1.3]])
+    c = toy.assess_tied_steep(_alphas(ind + rising), "t")
     assert c.verdict == NOT_TESTABLE and "not converged" in c.decided_by
-    # steep, but not clearly above the independent teacher of its seed: the secondary fails
-    steep_ind = ("i", "independent", "kl", 1.0, [2.9, 2.9], 2.9)
-    c = toy.assess_tied_steep(_alphas([steep_ind, ("t", "tied", "kl", 1.0, [3.0, 3.0], 2.5)]),
-                              "t")
+    one = _seeds("kl-T1-tied", "tied", "kl", 1.0, [[3.0, 3.0]])
+    assert toy.ONE_SEED in toy.assess_tied_steep(_alphas(ind + one), "t").decided_by
+    # steep, but not clearly above the independent teacher of its seeds: the secondary fails
+    steep_ind = _seeds("kl-T1-independent", "independent", "kl", 1.0, [[2.9, 2.9], [3.0, 3.0]])
+    c = toy.assess_tied_steep(_alphas(steep_ind + steep), "t")
     assert c.verdict == PARTLY and "steeper than independent" in c.decided_by
 
 
-def test_d3_and_d4_rules():
-    assert toy.assess_tied_cold(_alphas([("t", "tied", "kl", 0.01, [1.0, 1.0], 1.0)]),
+def test_d3_tied_cold_over_seeds():
+    cold = [[1.0, 1.0], [1.02, 1.02]]  # t(1): ± 12.7 SE
+    assert toy.assess_tied_cold(_alphas(_seeds("c", "tied", "kl", 0.01, cold)),
                                 "t").verdict == REPRODUCED
-    assert toy.assess_tied_cold(_alphas([("t", "tied", "kl", 0.01, [2.2, 2.2], 2.0)]),
+    steep = [[2.2, 2.2], [2.3, 2.3]]
+    assert toy.assess_tied_cold(_alphas(_seeds("c", "tied", "kl", 0.01, steep)),
                                 "t").verdict == NOT_REPRODUCED
-    good = _alphas([("i", "independent", "mse", 1.0, [1.0, 1.0], 1.0),
-                    ("t", "tied", "mse", 1.0, [2.0, 2.0], 2.0)])
-    assert toy.assess_mse(good, "t").verdict == REPRODUCED
-    flipped = _alphas([("i", "independent", "mse", 1.0, [2.0, 2.0], 1.0),
-                       ("t", "tied", "mse", 1.0, [1.0, 1.0], 1.0)])
+    c = toy.assess_tied_cold(_alphas(_seeds("c", "tied", "kl", 0.01, [[1.0, 1.0]])), "t")
+    assert c.verdict == NOT_TESTABLE and c.decided_by == f"precondition: {toy.ONE_SEED}"
+
+
+def _mse(ind: list[list[float]], tied: list[list[float]]) -> pd.DataFrame:
+    return _alphas(_seeds("mse-independent", "independent", "mse", 1.0, ind)
+                   + _seeds("mse-tied", "tied", "mse", 1.0, tied))
+
+
+def test_d4_mse_ordering_over_seeds():
+    good = _mse([[1.0, 1.0], [1.0, 1.0]], [[2.0, 2.0], [2.02, 2.02]])
+    c = toy.assess_mse(good, "t")
+    assert c.verdict == REPRODUCED and set(c.units) == {"mse-tied − mse-independent"}
+    flipped = _mse([[2.0, 2.0], [2.1, 2.1]], [[1.0, 1.0], [1.0, 1.0]])
     assert toy.assess_mse(flipped, "t").verdict == NOT_REPRODUCED
-    steeper_but_ind_low = _alphas([("i", "independent", "mse", 1.0, [0.2, 0.2], 0.2),
-                                   ("t", "tied", "mse", 1.0, [2.0, 2.0], 2.0)])
-    c = toy.assess_mse(steeper_but_ind_low, "t")
+    ind_low = _mse([[0.2, 0.2], [0.2, 0.2]], [[2.0, 2.0], [2.02, 2.02]])
+    c = toy.assess_mse(ind_low, "t")
     assert c.verdict == PARTLY and "independent ≈ 1" in c.decided_by
-    # one unit per seed; a seed without its pair is not testable
-    two = _alphas([("i0", "independent", "mse", 1.0, [1.0, 1.0], 1.0, 0),
-                   ("t0", "tied", "mse", 1.0, [2.0, 2.0], 2.0, 0),
-                   ("i1", "independent", "mse", 1.0, [1.0, 1.0], 1.0, 1)])
-    c = toy.assess_mse(two, "t")
-    assert set(c.units) == {"seed 0", "seed 1"} and c.units["seed 0"]["verdict"] == REPRODUCED
-    assert c.units["seed 1"]["verdict"] == NOT_TESTABLE
+    # the seeds disagree on the ordering: the interval over seeds straddles, and the decided
+    # part (the independent setting's α_ℓ ≈ 1) is named (VERDICTS.md §2 [rev])
+    split = _mse([[1.0, 1.0], [1.0, 1.0]], [[2.0, 2.0], [1.1, 1.1]])
+    c = toy.assess_mse(split, "t")
+    assert c.verdict == PARTLY and c.decided_by.startswith("primary: the interval straddles")
+    assert "decided parts pass: independent ≈ 1" in c.decided_by
+    # one seed in common: no interval over seeds
+    one = _alphas(_seeds("mse-independent", "independent", "mse", 1.0, [[1.0, 1.0]])
+                  + _seeds("mse-tied", "tied", "mse", 1.0, [[2.0, 2.0]]))
+    assert toy.ONE_SEED in toy.assess_mse(one, "t").decided_by
+    # a setting without its twin is its own untestable unit
+    alone = _alphas(_seeds("mse-independent", "independent", "mse", 1.0, [[1.0], [1.0]]))
+    c = toy.assess_mse(alone, "t")
+    assert c.verdict == NOT_TESTABLE and "no tied MSE setting" in c.decided_by
 
 
-def _sig(ind: list[float], tied: list[float], teacher: float | None = 0.02) -> pd.DataFrame:
-    rows = [{"network": f"student ℓ={4 * 2 ** i}", "teacher": t, "middle_theta_dh": v}
-            for t, vals in (("independent", ind), ("tied", tied)) for i, v in enumerate(vals)]
-    if teacher is not None:
-        rows.append({"network": "teacher (tied, 64)", "teacher": "tied", "middle_theta_dh": teacher})
+def _sig(ind: list[list[float]], tied: list[list[float]], teacher: float | None = 0.02,
+         steps: int = 4000, history: bool = False) -> pd.DataFrame:
+    """Signature rows: per teacher type, one list of student angles per teacher seed (or, with
+    `history`, one list per evaluation of seed 0, the last being the final one)."""
+    rows = []
+    for t, runs in (("independent", ind), ("tied", tied)):
+        key = toy.setting_key(_config(t, "mse", 1.0, 0, steps))
+        for i, vals in enumerate(runs):
+            seed, step = (0, 1000 * (i + 1)) if history else (i, None)
+            for j, v in enumerate(vals):
+                rows.append({"network": f"student ℓ={4 * 2 ** j}", "teacher": t,
+                             "middle_theta_dh": v, "seed": seed, "train_steps": steps,
+                             "setting_key": key, **({"step": step} if history else {})})
+            if teacher is not None and t == "tied" and (not history or i == len(runs) - 1):
+                rows.append({"network": "teacher (tied, 64)", "teacher": "tied",
+                             "middle_theta_dh": teacher, "seed": seed, "train_steps": steps,
+                             "setting_key": key, **({"step": step} if history else {})})
     return pd.DataFrame(rows)
 
 
-def test_d5_signature_is_an_absence_claim_with_the_tied_teacher_as_positive_control():
-    init = pd.DataFrame({"middle_theta_dh": [1.56, 1.57]})
-    assert toy.assess_signatures(_sig([1.5, 1.52, 1.55], [0.3, 0.35, 0.4]), init,
-                                 "t").verdict == REPRODUCED
-    assert toy.assess_signatures(_sig([0.3, 0.32, 0.35], [0.3, 0.35, 0.4]), init,
+# MSE sweeps of the signature runs' setting (12 evaluations, 12k steps): settled by 4k, or not
+SETTLED = _mse([[0.8] * 12, [0.8] * 12], [[1.5] * 12, [1.5] * 12])
+STILL_MOVING = _mse([[0.1 * i for i in range(12)]] * 2, [[0.2 * i for i in range(12)]] * 2)
+INIT = pd.DataFrame({"middle_theta_dh": [1.56, 1.57]})
+IND = [[1.5, 1.52, 1.55], [1.48, 1.5, 1.53]]  # two teacher seeds of independent students
+ALIGNED = [[0.3, 0.35, 0.4], [0.32, 0.36, 0.41]]
+ALIGN = DECLARATIONS["P1-D5-student-signatures"].secondary[0].band
+
+
+def test_d5_signature_is_an_absence_claim_over_teacher_seeds():
+    assert toy.assess_signatures(_sig(IND, ALIGNED), INIT, SETTLED, "t").verdict == REPRODUCED
+    low = [[0.3, 0.32, 0.35], [0.31, 0.33, 0.36]]
+    assert toy.assess_signatures(_sig(low, ALIGNED), INIT, SETTLED,
                                  "t").verdict == NOT_REPRODUCED
-    # untrained students at ≈ π/2 too: shown beside, not deciding an absence claim
-    c = toy.assess_signatures(_sig([1.5, 1.52, 1.55], [1.2, 1.4, 1.41]), init, "t")
+    c = toy.assess_signatures(_sig(IND, [[1.2, 1.4, 1.41], [1.25, 1.38, 1.4]]), INIT, SETTLED, "t")
     assert c.verdict == PARTLY and "tied students align" in c.decided_by
     # the measure does not see the tied teacher's own alignment: not testable
-    c = toy.assess_signatures(_sig([1.5, 1.52, 1.55], [0.3, 0.35, 0.4], teacher=1.5), init, "t")
+    c = toy.assess_signatures(_sig(IND, ALIGNED, teacher=1.5), INIT, SETTLED, "t")
     assert c.verdict == NOT_TESTABLE and "positive control" in c.decided_by
-    assert toy.assess_signatures(_sig([1.5], [0.3, 0.35]), init, "t").verdict == NOT_TESTABLE
+    # one teacher seed per teacher type: no interval over seeds, however many students
+    c = toy.assess_signatures(_sig(IND[:1], ALIGNED[:1]), INIT, SETTLED, "t")
+    assert c.verdict == NOT_TESTABLE and toy.ONE_SEED in c.decided_by
+
+
+def test_d5_convergence_precondition():
+    tied_out = [[1.2, 1.3, 1.4], [1.25, 1.3, 1.38]]  # outside 'align' (≤ π/4)
+    # outside its band, no θ(Δh) history, and the sweeps of its setting still moving at 4k
+    c = toy.assess_signatures(_sig(IND, tied_out), INIT, STILL_MOVING, "t")
+    assert c.verdict == NOT_TESTABLE and "not converged" in c.decided_by
+    assert "tied students" in c.decided_by and "independent students" not in c.decided_by
+    assert "4,000 steps" in c.decided_by and "between steps 3,000 and 4,000" in c.decided_by
+    # the same sweeps settled by then: the precondition holds and the secondary decides
+    c = toy.assess_signatures(_sig(IND, tied_out), INIT, SETTLED, "t")
+    assert c.verdict == PARTLY and "tied students align" in c.decided_by
+    # inside their band the angles are taken as they stand, whatever the sweeps do
+    assert toy.assess_signatures(_sig(IND, ALIGNED), INIT, STILL_MOVING, "t").verdict == REPRODUCED
+    # no sweep of the setting to stand in: convergence cannot be tested
+    other = _alphas(_seeds("kl", "tied", "kl", 1.0, [[1.0], [1.0]]))
+    c = toy.assess_signatures(_sig(IND, tied_out), INIT, other, "t")
+    assert c.verdict == NOT_TESTABLE and "cannot be tested" in c.decided_by
+    # a run shorter than the sweeps' second evaluation: nothing to compare
+    c = toy.assess_signatures(_sig(IND, tied_out, steps=1000), INIT, SETTLED, "t")
+    assert "fewer than two evaluations" in c.decided_by
+
+
+def test_d5_convergence_on_a_recorded_history():
+    # θ(Δh) per evaluation (one seed): still falling toward 'align' → not converged
+    falling = toy.signature_convergence(_sig([[1.5]], [[1.3, 1.3], [1.1, 1.1]], history=True),
+                                        "tied", STILL_MOVING, ALIGN)
+    assert falling is not None and "1.30 → 1.10" in falling
+    # standing still (or moving away): taken as it stands, the sweeps are not consulted
+    still = _sig([[1.5]], [[1.1, 1.1], [1.1, 1.1]], history=True)
+    assert toy.signature_convergence(still, "tied", STILL_MOVING, ALIGN) is None
 
 
 def test_local_slopes_and_converging():

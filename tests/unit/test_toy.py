@@ -105,17 +105,6 @@ def test_bad_config_is_rejected():
         toy.Sweep(toy.ToyConfig(teacher="smooth"))
 
 
-def test_replicate_summary_averages_over_seeds():
-    import pandas as pd
-
-    rows = [{"sweep": f"s{seed}", "teacher": "tied", "objective": "mse", "temperature": 1.0,
-             "seed": seed, "step": 1, "alpha": a, "alpha_se": 0.1, "alpha_common": a,
-             "block": "euler"} for seed, a in ((0, 1.0), (1, 2.0))]
-    out = toy.replicate_summary(pd.DataFrame(rows))
-    assert out.loc[0, "alpha_mean"] == 1.5 and out.loc[0, "replicates"] == 2
-    assert out.loc[0, "alpha_sd"] == pytest.approx(0.7071, abs=1e-4)
-
-
 def test_a_sweep_extended_by_one_depth_trains_only_that_student(tmp_path, monkeypatch):
     from layerlab import results
 
@@ -178,3 +167,21 @@ def test_both_trainers_draw_from_the_seed_scheme():
     assert torch.equal(grid.data[0].get_state(), sweep.data.get_state())
     assert torch.equal(grid.fixed_head[0], sweep.fixed_head)
     assert torch.equal(sweep.fixed_head, toy.fixed_head(3))
+
+
+def test_signature_rows_name_their_run_so_d5_finds_its_sweeps(tmp_path):
+    import json
+
+    from layerlab import profiles
+
+    smoke = profiles.get("smoke")
+    sig = toy.signatures(smoke, results.Cache("smoke", tmp_path), progress=False)
+    row = sig[sig["teacher"] == "independent"].iloc[0]
+    assert (row.seed, row.train_steps) == (0, smoke.toy.signature_steps)
+    sweep = smoke.toy.sweep_configs()["mse-independent"]  # the same setting, another length
+
+    def unlimited(key: str) -> dict:
+        return {k: v for k, v in json.loads(key).items() if k != "steps"}
+
+    assert unlimited(row.setting_key) == unlimited(toy.setting_key(asdict(sweep)))
+    assert sweep.steps != smoke.toy.signature_steps

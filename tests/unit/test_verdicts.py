@@ -40,6 +40,19 @@ def test_a_finding_takes_one_verdict_by_the_cross_unit_rule():
     f = verdicts.findings(t).set_index("finding")
     assert f.loc["F", "verdict"] == claims.PARTLY and f.loc["F", "claims"] == "a, b"
     assert f.loc["G", "verdict"] == claims.NOT_TESTABLE
+    assert f.loc["F", "claim verdicts"] == "a: reproduced; b: not reproduced"
+
+
+def test_a_finding_never_upgrades_its_claims_by_majority():
+    t = pd.DataFrame([
+        {"id": "a", "paper": "P1", "finding": "A", "verdict": claims.PARTLY},
+        {"id": "b", "paper": "P1", "finding": "A", "verdict": claims.REPRODUCED},
+        {"id": "c", "paper": "P1", "finding": "A", "verdict": claims.REPRODUCED},
+        {"id": "d", "paper": "P2", "finding": "F4", "verdict": claims.NOT_REPRODUCED},
+        {"id": "e", "paper": "P2", "finding": "F4", "verdict": claims.NOT_DIAGNOSTIC}])
+    f = verdicts.findings(t).set_index("finding")
+    assert f.loc["A", "verdict"] == claims.PARTLY
+    assert f.loc["F4", "verdict"] == claims.NOT_REPRODUCED
 
 
 def test_claims_quoting_only_a_secondary_summary_are_counted_apart():

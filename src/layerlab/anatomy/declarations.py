@@ -1,4 +1,4 @@
-"""P2's claims as declared before their numbers are read (`../shared/VERDICTS.md` §1).
+"""P2's claims as declared, each band derived from the paper's words (`../shared/VERDICTS.md` §1).
 
 One `Declaration` per claim: the paper's words and where they come from (P2's full text is not
 public: `research/paper2.md` tags what comes from the abstract `[ABS]` and what only from a

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
@@ -284,12 +284,12 @@ def oscillation_units(per_pair: pd.DataFrame, inv: pd.DataFrame) -> list[claims.
     return units
 
 
-def assess_value(result: DeltaResult, setting: str) -> claims.Claim:
+def assess_value(result: DeltaResult, setting: str, *, stand_in: str | None = None) -> claims.Claim:
     """P2-C3-delta-value ("≈ −0.50 in every component") decided per tensor type on its
     pair-bootstrap interval; `result` is `run`'s output, `setting` the model in words."""
     s, per_pair = result.summary, result.per_pair
     decl = DECLARATIONS["P2-C3-delta-value"]
-    units = value_units(per_pair)
+    units = claims.flagged(value_units(per_pair), stand_in)
     est = {u.name: u.primary for u in units}
     return claims.make(
         decl, claims.decide(decl, units),
@@ -329,7 +329,10 @@ def assess_oscillation(result: DeltaResult, inv: pd.DataFrame,
                  "positive controls": {c: float(v) for c, v in pos["measured"].items()}})
 
 
-def assess(result: DeltaResult, inv: pd.DataFrame, setting: str) -> list[claims.Claim]:
+def assess(result: DeltaResult, inv: pd.DataFrame, setting: str, *,
+           stand_in: Mapping[str, str] | None = None) -> list[claims.Claim]:
     """Chapter 08's two claims: the value (≈ −0.50) and the oscillatory structure it is said
-    to reveal."""
-    return [assess_value(result, setting), assess_oscillation(result, inv, setting)]
+    to reveal. `stand_in` (`precision.unresolved`): the claims the 4-bit stand-in's copies
+    cannot resolve."""
+    return [assess_value(result, setting, stand_in=(stand_in or {}).get("P2-C3-delta-value")),
+            assess_oscillation(result, inv, setting)]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
@@ -386,7 +386,8 @@ def ridge_units(ridge: pd.DataFrame, type_: str = "gate") -> list[claims.Unit]:
     return [claims.Unit(name=f"{type_}_proj", primary=claims.Estimate.exact(best))]
 
 
-def assess_ridge(result: PredictabilityResult, setting: str) -> claims.Claim:
+def assess_ridge(result: PredictabilityResult, setting: str, *,
+                 stand_in: str | None = None) -> claims.Claim:
     """P2-C2-ridge-r2 (the paper's R²) decided on the forward split at its best α; the wording adds
     leave-one-out, the in-sample R² at the operating α (chosen to match, so no evidence) and the
     nulls."""
@@ -402,7 +403,7 @@ def assess_ridge(result: PredictabilityResult, setting: str) -> claims.Claim:
     baselines = real[real["protocol"].str.endswith("baseline")].set_index("protocol")["r2"]
     decl = DECLARATIONS["P2-C2-ridge-r2"]
     return claims.make(
-        decl, claims.decide(decl, ridge_units(ridge)),
+        decl, claims.decide(decl, claims.flagged(ridge_units(ridge), stand_in)),
         ours=(f"forward split {best_fwd:.3f} at its best α = {best_alpha:.3g} ({fwd:.3f} at the "
               f"operating α); leave-one-out {loo:.3f}; in-sample {ins:.3f} at α = {alpha:.3g} "
               f"(chosen to land nearest {PAPER_R2}: set by α, not evidence); forward-split nulls "
@@ -474,6 +475,9 @@ def assess_paradox(result: PredictabilityResult, setting: str) -> claims.Claim:
         setting=setting, numbers=numbers)
 
 
-def assess(result: PredictabilityResult, setting: str) -> list[claims.Claim]:
-    """Chapter 07's two claims from `run`'s result: the ridge R² and the paradox."""
-    return [assess_ridge(result, setting), assess_paradox(result, setting)]
+def assess(result: PredictabilityResult, setting: str, *,
+           stand_in: Mapping[str, str] | None = None) -> list[claims.Claim]:
+    """Chapter 07's two claims from `run`'s result: the ridge R² and the paradox. `stand_in`
+    (`precision.unresolved`): the claims the 4-bit stand-in's copies cannot resolve."""
+    return [assess_ridge(result, setting, stand_in=(stand_in or {}).get("P2-C2-ridge-r2")),
+            assess_paradox(result, setting)]

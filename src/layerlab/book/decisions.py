@@ -21,7 +21,9 @@ __all__ = ["declarations", "render", "page_path", "main"]
 
 HEADER = """# How the verdicts are decided
 
-Every claim of both papers is declared before its numbers are read, and every verdict in the
+Every claim of both papers is declared in one place, its band derived from the paper's words by
+the rules below (the bands fixed after their data had been seen are named, with the reason, on
+the deviations page), and every verdict in the
 book — chapters 01–10, the verdict chapter and `layerlab report` — is made by one function,
 `layerlab.claims.decide`, from that declaration and the measured evidence. This page is rendered
 from the declarations themselves (`python -m layerlab.book.decisions`; a test checks it matches

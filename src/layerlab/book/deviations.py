@@ -253,6 +253,58 @@ REPLACED_RULES: dict[str, str] = {
 }
 
 
+# The 2026-12 revision of VERDICTS.md (marked [rev]) changed these claims' band, primary,
+# precondition or stand-in check after their numbers had been seen: each change with its reason
+REVISED: dict[str, str] = {
+    "P1-C4-headline": "The band was the paper's 1.2 ± 1.96 × 0.3 with our 95 % interval required "
+                      "inside it, which no refit of the same 203 points can pass (both spreads "
+                      "come from the same data). It now compares estimates: our α_ℓ inside "
+                      "1.2 ± 0.3 and 1.2 inside our interval (VERDICTS.md §3 [rev]).",
+    "P1-C5-ensemble-not-procedural": "Also reported one-sided, as its words separate α_ℓ ≈ 1 from "
+                                     "≥ 2: a secondary asks whether the one-sided 95 % upper "
+                                     "bound over shapes lies below 2. An interval wider than "
+                                     "the band is no longer a failed precondition (it hid the "
+                                     "decided one-sided part); it straddles the band, as for "
+                                     "P1-C7.",
+    "P1-D1-independent-teacher": "The interval was a t interval over one sweep's 4–5 student "
+                                 "depths (it measured the fit's curvature); it is now over "
+                                 "teacher seeds, each seed's α_ℓ fitted over depths ≥ 4. A "
+                                 "setting with one teacher seed has no interval.",
+    "P1-D2-tied-teacher-steep": "As P1-D1: the interval is over teacher seeds.",
+    "P1-D3-tied-cold": "As P1-D1: the interval is over teacher seeds.",
+    "P1-D4-mse-ordering": "As P1-D1: the tied − independent difference per seed, over seeds.",
+    "P1-D5-student-signatures": "D1–D4's convergence precondition now applies to the signature "
+                                "runs (4,000 steps, shorter than sweeps of the same setting "
+                                "already judged unconverged), with the interval over seeds.",
+    "P2-C1-core": "The stand-in check counted movement away from the band's edge as a threat "
+                  "(copies far above 100 % made it 'not testable'); it is now directional and "
+                  "uses copies of the whole map on E0 and E1 (VERDICTS.md §4 [rev]). The same "
+                  "holds for the range, peak size, anti-layers and I/O layers.",
+    "P2-C5-recovery-steps": "A straddling primary hid the claim's decided parts; the verdict now "
+                            "names them (VERDICTS.md §2 [rev]).",
+}
+
+
+def revised_section() -> str:
+    """The changes of the 2026-12 revision, made after the numbers had been seen."""
+    def cell(text: str) -> str:
+        return " ".join(text.split()).replace("|", "\\|")
+
+    rows = "\n".join(f"| {cid} | {cell(why)} |" for cid, why in REVISED.items())
+    return f"""## Changed after the data had been seen (the 2026-12 revision)
+
+A referee's review found places where the one decision procedure, applied faithfully, gave a
+verdict the evidence did not support; the revision of the procedure (VERDICTS.md, marked [rev])
+changed the following claims' band, primary statistic, precondition or stand-in check. Every
+change was made after their numbers had been read, so each is listed with its reason. Findings
+now never take a verdict by majority of their claims, and an undecided primary names the
+claim's decided parts, for every claim.
+
+| claim | what changed and why |
+|---|---|
+{rows}"""
+
+
 def bands_section() -> str:
     """The bands declared after results were read: per claim the rule it replaced, its band and
     the band's reason (rendered from the declarations, never typed)."""
@@ -282,7 +334,7 @@ def render(profile_name: str = "cpu") -> str:
     profile = profiles.get(profile_name)
     table = claims.collect(profile_name)
     parts = [HEADER.format(profile=profile_name), *_p1_sections(table), *_p2_sections(profile),
-             bands_section(),
+             bands_section(), revised_section(),
              """## Not runnable offline
 
 - **Checkpoints.** P2 studied SmolLM2-135M base (precision unknown); offline only the

@@ -82,24 +82,66 @@ def tally_html(t: pd.DataFrame) -> str:
     return f'<table class="ll-tally"><tbody>{"".join(rows)}</tbody></table>'
 
 
-def answer_sentences(t: pd.DataFrame) -> list[str]:
-    """The book's answer in a few sentences, from the register: per paper, how many claims and
-    findings hold, and which verdict dominates; what most often stopped a decision."""
+# how a finding's verdict reads in the headline (VERDICTS.md §5 [rev]): what was re-run, what was
+# replicated, and what was not decided are kept apart
+KINDS = (
+    ("re-run", "Re-run (the authors' code on the authors' data gives their numbers)"),
+    ("replicated", "Replicated (our own measurement, on other models, data or training runs, "
+                   "agrees)"),
+    ("partly", "Replicated in part"),
+    ("not replicated", "Not replicated"),
+    ("not diagnostic", "Not diagnostic (an untrained or structure-free control shows the same)"),
+    ("not decided", "Not decided at this budget"),
+)
+
+
+def _kind(finding: str, verdict: str) -> str:
+    """A finding's headline kind: its verdict, with a re-run of the authors' own recipe on their
+    own data kept apart from a replication."""
+    v = claims.Verdict(verdict)
+    if v is claims.REPRODUCED:
+        return "re-run" if "re-run" in finding else "replicated"
+    return {claims.PARTLY: "partly", claims.NOT_REPRODUCED: "not replicated",
+            claims.NOT_DIAGNOSTIC: "not diagnostic", claims.NOT_TESTABLE: "not decided"}[v]
+
+
+def _words(finding: str) -> str:
+    """A finding's label without its id ("P2-F1 layer importance map" → "layer importance map")."""
+    head, _, rest = finding.partition(" ")
+    return rest if rest and head[:2] in ("P1", "P2") and "-" in head else finding
+
+
+def stand_in_distance(num: dict[str, dict[str, Any]]) -> str | None:
+    """How far the 4-bit stand-in is from models it cannot be told apart from: its E0 perplexity
+    and the range over its dithered copies (chapter 05's copies, stored with P2-C1-core)."""
+    d = num.get("P2-C1-core", {}).get("stand-in distance", {}).get("E0")
+    if not d:
+        return None
+    lo, hi = d["copies"]
+    return (f"4-bit stand-in: E0 perplexity {d['stand-in']:.1f}; copies perturbed by as much as "
+            f"its rounding give {lo:.0f}–{hi:.0f}")
+
+
+def answer_sentences(t: pd.DataFrame, distance: str | None = None) -> list[str]:
+    """The book's answer, one line per paper: its findings in words, grouped by what kind of
+    evidence carries them (re-run, replicated, in part, not replicated, not diagnostic, not
+    decided), each measured on the 4-bit stand-in marked, and `distance` (`stand_in_distance`)
+    in the same line; then what most often stopped a decision."""
     out = []
     f = verdicts.findings(t)
+    on_stand_in = {fd for fd, g in t.groupby("finding")
+                   if g["setting"].fillna("").str.contains("q4").any()}
     for paper_id, name in (("P1", "inverse depth scaling"), ("P2", "anatomical heterogeneity")):
-        c = t[t["paper"] == paper_id]["verdict"].value_counts()
-        ff = f[f["paper"] == paper_id]["verdict"].value_counts()
-        n, nf = int(c.sum()), int(ff.sum())
-        held = int(c.get("reproduced", 0)) + int(c.get("partly reproduced", 0))
-        out.append(
-            f"**{paper_id} ({name})**: {held} of {n} claims reproduced in full or in part "
-            f"({int(c.get('reproduced', 0))} in full), {int(c.get('not reproduced', 0))} not "
-            f"reproduced, {int(c.get('not diagnostic', 0))} not diagnostic (an untrained or "
-            f"random control shows the same) and {int(c.get('not testable at this budget', 0))} "
-            f"not testable at this budget; by finding (claims from one experiment counted once), "
-            f"{int(ff.get('reproduced', 0)) + int(ff.get('partly reproduced', 0))} of {nf} hold "
-            "at least in part.")
+        ff = f[f["paper"] == paper_id]
+        groups: dict[str, list[str]] = {}
+        for _, r in ff.iterrows():
+            mark = "†" if r["finding"] in on_stand_in else ""
+            groups.setdefault(_kind(r["finding"], r["verdict"]), []).append(
+                _words(r["finding"]) + mark)
+        parts = [f"{label}: {', '.join(groups[k])}" for k, label in KINDS if k in groups]
+        note = (f" († {distance})" if distance and any(r["finding"] in on_stand_in
+                                                        for _, r in ff.iterrows()) else "")
+        out.append(f"**{paper_id} ({name})**, {len(ff)} findings. " + "; ".join(parts) + "." + note)
     reasons = (t.loc[t["verdict"] == "not testable at this budget", "decided_by"].fillna("")
                .map(_reason).value_counts())
     if len(reasons):
@@ -178,10 +220,13 @@ def render_answer(profile: str = "cpu") -> str:
     n_claims, n_findings = len(t), len(verdicts.findings(t))
     lines = [
         f"We tested {n_claims} claims of the two papers — {n_findings} findings, counting claims "
-        "read from one experiment once — each against a band declared before its numbers were "
-        f"read, on the `{profile}` profile (a 4-bit SmolLM2 stand-in, small models trained here, "
-        "offline text).",
-        *answer_sentences(t),
+        f"read from one experiment once — on the `{profile}` profile (a 4-bit SmolLM2 stand-in, "
+        "small models trained here, offline text). Each claim's band was derived from the "
+        "paper's words by the rules of [How the verdicts are decided](decisions.md); the bands "
+        "fixed after their data had been seen are named, with the reason, on "
+        "[the deviations page](deviations.md). The headline counts findings; a finding of "
+        "several claims is *partly* whenever its claims disagree.",
+        *answer_sentences(t, stand_in_distance(_numbers(profile))),
     ]
     if found:
         lines.append(f"The controls turned up {len(found)} things the papers do not say: "
@@ -273,13 +318,20 @@ def _bulk_context(num: dict[str, dict[str, Any]]) -> Finding | None:
                      tooltip=["T", "series", alt.Tooltip("value:Q", format=".4f")])
              .properties(width=WIDTH, height=240))
     paper_pct = 100 * paper.P1_BULK_FRACTION.value
+    t_min, t_max = int(df["T"].min()), int(df["T"].max())
+    # the context length at which 1 − 1/T equals the paper's share, and P1's own documents'
+    t_paper = 1 / (1 - paper.P1_BULK_FRACTION.value)
     return Finding(
-        "bulk-context", f"The ≈{paper_pct:.1f} % bulk is 1 − 1/T: the minority is position 0",
+        "bulk-context",
+        f"The ≈{paper_pct:.1f} % bulk follows 1 − 1/T on windows of {t_min}–{t_max} tokens: "
+        "the minority is position 0",
         [f"{100 * pos0:.0f} % of the minority tokens sit at the first position of their window, "
-         f"and across context lengths {df['T'].min()}–{df['T'].max()} the bulk fraction stays "
-         f"within {100 * worst:.2f} points of 1 − 1/T.",
-         "So the fraction measures the context length, not how evenly tokens update: at "
-         f"T = 256 it is {100 * (1 - 1 / 256):.1f} %, the paper's number."],
+         f"and across context lengths {t_min}–{t_max} (the range measured) the bulk fraction "
+         f"stays within {100 * worst:.2f} points of 1 − 1/T.",
+         f"In that range the fraction tracks the context length: 1 − 1/T equals the paper's "
+         f"{paper_pct:.1f} % at T ≈ {t_paper:.0f}; P1's own 1,024-token documents would give "
+         f"{100 * (1 - 1 / 1024):.1f} %, so its number is not this effect alone unless its windows "
+         "were shorter."],
         ("P1-B1-bulk-fraction",), "03_token_clusters", "is-the-99-6-the-first-position",
         "layerlab execute --profile cpu 03", chart)
 

@@ -116,13 +116,15 @@ def counts(t: pd.DataFrame) -> pd.DataFrame:
 
 def findings(t: pd.DataFrame) -> pd.DataFrame:
     """One row per finding (claims computed from the same experiment share one): its claims and
-    one verdict for it by the cross-unit rule of the decision procedure (`claims.across`)."""
+    one verdict for it that never upgrades its claims by majority (`claims.finding`), each
+    claim's verdict listed."""
     rows = []
     for (paper_id, finding), g in t.groupby(["paper", "finding"], sort=True):
-        verdict, _ = claims.across(dict(zip(g["id"], g["verdict"])))
+        verdict, _ = claims.finding(dict(zip(g["id"], g["verdict"])))
         rows.append({"paper": paper_id, "finding": finding, "claims": ", ".join(g["id"]),
-                     "verdict": str(verdict)})
-    return pd.DataFrame(rows, columns=["paper", "finding", "claims", "verdict"])
+                     "verdict": str(verdict),
+                     "claim verdicts": "; ".join(f"{c}: {v}" for c, v in zip(g["id"], g["verdict"]))})
+    return pd.DataFrame(rows, columns=["paper", "finding", "claims", "verdict", "claim verdicts"])
 
 
 def finding_counts(t: pd.DataFrame) -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""P1's claims as declared before their numbers are read (`../shared/VERDICTS.md` §1).
+"""P1's claims as declared, each band derived from the paper's words (`../shared/VERDICTS.md` §1).
 
 One `Declaration` per claim: the paper's words and where they come from, the kind of claim, the
 primary statistic and its resampling unit, the band and the reason for it (§3), the precondition,
@@ -42,8 +42,9 @@ _C01_SCOPE = ("Chinchilla's training runs as extracted by Epoch AI with the auth
           "per run (Scaling/get_fitting_data_chinchilla.csv): one data set, one unit")
 _C01_RERUN_PRE = ("the outlier cut is the paper's (40 excluded) and keeps the paper's 203 points, so "
               "the fit sees the authors' data")
-_C01_SHAPE_PRE = ("the shape bootstrap has converged resamples, and its 95 % interval is narrower than "
-              "the band (a wider one can only straddle it)")
+_C01_SHAPE_PRE = ("the shape bootstrap has converged resamples (an interval wider than the band "
+                  "straddles it: the primary is then undecided and the claim's decided parts "
+                  "speak, VERDICTS.md §2 [rev])")
 _C01_HALF_DECIMAL = ("a refit of the paper's own points has no sampling error: agreement to the "
                  "precision the paper prints, one decimal (it rounds this fit to α_ℓ = 1.2 ± 0.3, "
                  "α_m ≈ 1, α_D ≈ 0.3), i.e. within 0.05 of the authors' output; their fourth "
@@ -104,9 +105,11 @@ _CH01: tuple[Declaration, ...] = (
         paper_value="1.2 ± 0.3", kind=Kind.NUMBER,
         primary="α_ℓ of the converged least-squares fit (the optimum of the authors' objective)",
         unit=_C01_SHAPE_UNIT,
-        band=Band(lo=round(_ALPHA - 1.96 * _PM, 9), hi=round(_ALPHA + 1.96 * _PM, 9),
-                  reason="the paper's ± 0.3 is a standard error (fit-5.ipynb: Jacobian SE "
-                         "s²(JᵀJ)⁻¹), so its own 95 % interval is 1.2 ± 1.96 × 0.3"),
+        band=Band(lo=round(_ALPHA - _PM, 9), hi=round(_ALPHA + _PM, 9), paper=_ALPHA,
+                  reason="a number with a stated uncertainty refitted on the same 203 points: "
+                         "the two estimates must agree (our α_ℓ inside the paper's 1.2 ± 0.3, "
+                         "and 1.2 inside our 95 % interval over shapes); our interval cannot "
+                         "fit inside theirs when both come from the same data"),
         precondition=_C01_SHAPE_PRE, control="", scope=_C01_SCOPE, finding="P1-C depth exponent"),
     Declaration(
         id="P1-C5-ensemble-not-procedural", paper="P1", chapter="01_depth_scaling_law",
@@ -122,7 +125,11 @@ _CH01: tuple[Declaration, ...] = (
                   reason="a contrast: the band ends halfway from ensemble averaging's 1 to the "
                          "least exponent of the procedural alternative, 2 (Euler steps), and "
                          "lies symmetric about 1 below"),
-        precondition=_C01_SHAPE_PRE, control="", scope=_C01_SCOPE, finding="P1-C depth exponent"),
+        precondition=_C01_SHAPE_PRE, control="", scope=_C01_SCOPE, finding="P1-C depth exponent",
+        secondary=(Secondary(name="below the procedural 2",
+                             statistic="α_ℓ's one-sided 95 % upper bound over shapes",
+                             band=Band(hi=2.0, reason="the contrast's other side: Euler-like "
+                                                      "procedural assembly gives α_ℓ ≥ 2")),)),
     Declaration(
         id="P1-C6-minus-two-variant", paper="P1", chapter="01_depth_scaling_law",
         statement="Not counting the first and last block (ℓ − 2) the authors' recipe gives "
@@ -422,8 +429,11 @@ _CH02_03: tuple[Declaration, ...] = (
 
 # --- chapter 04: the toy teacher-student networks (P1-D*) --------------------------------------
 # Two findings. "P1-D toy depth exponents": D1-D4 from one grid of sweeps (teacher type ×
-# objective × temperature × teacher seed), each sweep (or, for an ordering, each seed's pair of
-# sweeps) one unit; its α_ℓ is the least-squares slope of log test loss on log student depth.
+# objective × temperature × teacher seed); the replication unit is the teacher seed (VERDICTS.md
+# §1 [rev]): the sweeps of one setting that differ only by teacher seed are one unit (for an
+# ordering, the pair of settings), each seed gives one α_ℓ (the least-squares slope of log test
+# loss on log student depth over the students of at least 4 blocks), and the interval is over
+# seeds. A sweep's t interval over its 4-5 depths measures the curve's bend, not a replication.
 # "P1-D student signatures": D5, from separate MSE runs whose students' hidden states are
 # measured. The paper's toy text survives only in summaries (research/paper1.md §5.4), so every
 # D claim is a secondary-summary claim. The contrast bands end halfway to the alternative the
@@ -441,15 +451,18 @@ _D_ENSEMBLE_BAND = Band(lo=_D_ENSEMBLE - _D_HALF, hi=_D_ENSEMBLE + _D_HALF,
 _D_STEEPER = Band(lo=_D_HALF, reason="a contrast: procedural assembly (α_ℓ ≥ 2) is steeper than "
                   "ensemble averaging (1) by at least 1, no ordering is 0; the band ends halfway, "
                   "a difference of at least 0.5")
-_D_UNIT = ("student depths: the sweep's students, each trained on its own (they share only the "
-           "teacher and the batch stream); α_ℓ is the least-squares slope of log test loss on log "
-           "depth and its 95 % interval the t interval of that slope (n − 2 degrees of freedom); "
-           "teacher seeds are separate units, too few (1–3) to resample")
-_D_CONVERGED = ("training has converged as far as the verdict goes: a unit whose final statistic "
-                "lies outside the band and still moved toward it by at least 0.01 between its "
-                "last two evaluations could enter it with more training (not converged); one "
-                "inside the band or moving away is taken as it stands; the fit has at least 3 "
-                "student depths (an interval)")
+_D_UNIT = ("teacher seeds: the sweeps of one setting (teacher type, objective, temperature, "
+           "student block, length) that differ only by teacher seed; per seed α_ℓ is the "
+           "least-squares slope of log test loss on log student depth over the depths of at least "
+           "4 blocks every seed trained (depth 2 bends the curve: the local slopes), and the 95 % "
+           "interval is the t interval of the mean over seeds (n − 1 degrees of freedom); one "
+           "seed gives no interval")
+_D_CONVERGED = ("at least 2 teacher seeds (one seed: no interval over seeds, not testable); "
+                "training has converged as far as the verdict goes: a unit whose final statistic "
+                "(the mean over its seeds) lies outside the band and still moved toward it by at "
+                "least 0.01 between its last two evaluations could enter it with more training "
+                "(not converged); one inside the band or moving away is taken as it stands; "
+                "every seed has at least 2 student depths of at least 4 blocks")
 _D_SWEEPS = "P1-D toy depth exponents"
 _D_SOURCE = ("secondary summary (the seed summary, translated, and third-party notes collected in "
              "research/paper1.md §5.4; the paper's Figs. 3–5 and App. C text are not public)")
@@ -466,10 +479,11 @@ _CH04: tuple[Declaration, ...] = (
                "α_ℓ ≈ 1 across temperatures, the regime 'better aligned with the empirical "
                "signatures of real LLMs' (third-party summary, Figs. 3b, 4c)",
         source_from=_D_SOURCE, paper_value="≈ 1", kind=Kind.NUMBER,
-        primary="the sweep's final α_ℓ over its own student depths (Euler student blocks)",
+        primary="the setting's final α_ℓ over its student depths of at least 4 blocks (Euler "
+                "student blocks), mean over its teacher seeds",
         unit=_D_UNIT, band=_D_ENSEMBLE_BAND, precondition=_D_CONVERGED, control=_D_NO_CONTROL,
-        scope="every independent-teacher sweep with Euler student blocks (KL at every "
-              "temperature, and MSE): each sweep one unit",
+        scope="every independent-teacher setting with Euler student blocks (KL at every "
+              "temperature, and MSE): each setting, its teacher seeds together, one unit",
         finding=_D_SWEEPS),
     Declaration(
         id="P1-D2-tied-teacher-steep", paper="P1", chapter="04_toy_depth_mechanisms",
@@ -479,21 +493,21 @@ _CH04: tuple[Declaration, ...] = (
                "smooth dynamics, the scaling exponent changes to α_ℓ ≈ 3 (seed summary, "
                "translated; research/paper1.md §5.4 tags the 3 [SEED])",
         source_from=_D_SOURCE, paper_value="≈ 3 (well above 1)", kind=Kind.NUMBER,
-        primary="the tied sweep's final α_ℓ over its own student depths, KL objective at the "
-                "grid's highest temperature",
+        primary="the tied setting's final α_ℓ over its student depths of at least 4 blocks, KL "
+                "objective at the grid's highest temperature, mean over its teacher seeds",
         unit=_D_UNIT,
         band=Band(lo=(_D_TIED + _D_ENSEMBLE) / 2,
                   reason="a contrast: the converged tied teacher's α_ℓ ≈ 3 against ensemble "
                          "averaging's 1; the band ends halfway, at 2, open above ('well above 1')"),
         precondition=_D_CONVERGED, control=_D_NO_CONTROL,
         secondary=(Secondary(name="steeper than independent",
-                             statistic="α_ℓ(tied) − α_ℓ(independent) over the depths every sweep "
-                                       "shares, the independent sweep of the same temperature "
-                                       "and teacher seed (t interval, the fewer degrees of "
-                                       "freedom of the two)",
+                             statistic="α_ℓ(tied) − α_ℓ(independent) per teacher seed, the "
+                                       "independent setting of the same temperature, both over "
+                                       "the depths of at least 4 blocks they share; mean over "
+                                       "the seeds both have (t interval over seeds)",
                              band=_D_STEEPER),),
-        scope="every tied-teacher KL sweep at the grid's highest temperature, Euler student "
-              "blocks: each sweep one unit",
+        scope="every tied-teacher KL setting at the grid's highest temperature, Euler student "
+              "blocks: each setting, its teacher seeds together, one unit",
         finding=_D_SWEEPS),
     Declaration(
         id="P1-D3-tied-cold", paper="P1", chapter="04_toy_depth_mechanisms",
@@ -503,11 +517,11 @@ _CH04: tuple[Declaration, ...] = (
                "(seed summary, translated); at low temperature and/or short training the tied "
                "teacher also gives α_ℓ ≈ 1 (third-party summary, Fig. 4)",
         source_from=_D_SOURCE, paper_value="≈ 1", kind=Kind.NUMBER,
-        primary="the tied sweep's final α_ℓ over its own student depths, KL objective at the "
-                "grid's lowest temperature",
+        primary="the tied setting's final α_ℓ over its student depths of at least 4 blocks, KL "
+                "objective at the grid's lowest temperature, mean over its teacher seeds",
         unit=_D_UNIT, band=_D_ENSEMBLE_BAND, precondition=_D_CONVERGED, control=_D_NO_CONTROL,
-        scope="every tied-teacher KL sweep at the grid's lowest temperature, Euler student "
-              "blocks: each sweep one unit",
+        scope="every tied-teacher KL setting at the grid's lowest temperature, Euler student "
+              "blocks: each setting, its teacher seeds together, one unit",
         finding=_D_SWEEPS),
     Declaration(
         id="P1-D4-mse-ordering", paper="P1", chapter="04_toy_depth_mechanisms",
@@ -516,17 +530,17 @@ _CH04: tuple[Declaration, ...] = (
         source="the MSE version (Fig. 5, longer training) removes the softmax bottleneck: "
                "independent ≈ 1, tied steeper (third-party summary, research/paper1.md §5.4)",
         source_from=_D_SOURCE, paper_value="independent ≈ 1 < tied", kind=Kind.NUMBER,
-        primary="α_ℓ(tied) − α_ℓ(independent), MSE objective, over the depths every sweep "
-                "shares, the two sweeps of one teacher seed",
-        unit=_D_UNIT + "; the difference's t interval takes the fewer degrees of freedom of the "
-             "two fits",
+        primary="α_ℓ(tied) − α_ℓ(independent), MSE objective, per teacher seed over the depths "
+                "of at least 4 blocks both settings share, mean over the seeds both have",
+        unit=_D_UNIT + "; the difference is taken per seed, its interval over seeds",
         band=_D_STEEPER, precondition=_D_CONVERGED, control=_D_NO_CONTROL,
         secondary=(Secondary(name="independent ≈ 1",
-                             statistic="the independent MSE sweep's final α_ℓ over its own "
-                                       "depths",
+                             statistic="the independent MSE setting's final α_ℓ over its "
+                                       "depths of at least 4 blocks, mean over its teacher seeds "
+                                       "(t interval over seeds)",
                              band=_D_ENSEMBLE_BAND),),
-        scope="each teacher seed's pair of MSE sweeps (tied and independent, Euler student "
-              "blocks): one unit per seed",
+        scope="each pair of MSE settings (tied and independent, Euler student blocks, the same "
+              "otherwise): one unit, its teacher seeds together",
         finding=_D_SWEEPS),
     Declaration(
         id="P1-D5-student-signatures", paper="P1", chapter="04_toy_depth_mechanisms",
@@ -538,31 +552,40 @@ _CH04: tuple[Declaration, ...] = (
                "smooth dynamics procedural assembly requires (seed summary, translated)",
         source_from=_D_SOURCE, paper_value="independent: large θ(Δh); tied: small (App. C, §5.4)",
         kind=Kind.ABSENCE,
-        primary="mean over the independent teacher's trained students (at least 4 blocks) of "
-                "their middle θ(Δh_l, Δh_{l+1}) in rad (MSE signature runs)",
-        unit="student depths: the signature run's students, each trained on its own; the t "
-             "interval of the mean over students (n − 1 degrees of freedom)",
+        primary="per teacher seed, the mean over the independent teacher's trained students (at "
+                "least 4 blocks) of their middle θ(Δh_l, Δh_{l+1}) in rad (MSE signature runs); "
+                "mean over teacher seeds",
+        unit="teacher seeds: one signature run per seed, its students' mean angle one estimate; "
+             "the t interval of the mean over seeds (n − 1 degrees of freedom); one seed gives "
+             "no interval",
         band=Band(lo=math.pi / 4, hi=3 * math.pi / 4,
                   reason="a contrast: weakly correlated updates sit near π/2, the smooth "
                          "dynamics the paper argues against align them (0); the band ends "
                          "halfway, at π/4, and lies symmetric about π/2 above (anti-aligned "
                          "updates are strongly correlated too)"),
-        precondition="at least 2 trained students of the independent teacher with at least 4 "
-                     "blocks (an interval over students)",
+        precondition="at least 2 teacher seeds (one seed: no interval over seeds, not "
+                     "testable); both runs (independent and tied teacher) converged as far as "
+                     "the verdict goes, D1–D4's test on their students' mean θ(Δh): inside its "
+                     "band it is taken as it stands; outside, it must not still move toward the "
+                     "band by 0.01 between the last two evaluations, or, where the record keeps "
+                     "no history of the angle, the sweeps of the same setting (all but length "
+                     "and seed) must have stopped moving (α_ℓ changing by less than 0.01 between "
+                     "their last two evaluations at or before the run's length)",
         control="positive: the tied teacher itself (one vector field iterated, a smooth flow "
                 "whose consecutive updates are aligned by construction; its mean over 512 inputs "
-                "taken exact) through the same band, which must reject it, else the measure "
+                "taken exact for one teacher seed, with its t interval over seeds for more) through the same band, which must reject it, else the measure "
                 "cannot see alignment (not testable); shown beside, not deciding: students at "
                 "PyTorch's default initialisation (random stacks give ≈ π/2 too)",
         secondary=(Secondary(name="tied students align",
                              statistic="mean middle θ(Δh_l, Δh_{l+1}) of the tied teacher's "
-                                       "trained students, t interval over students",
+                                       "trained students per teacher seed, t interval over "
+                                       "seeds",
                              band=Band(hi=math.pi / 4,
                                        reason="the same contrast from the other side: aligned "
                                               "updates (0) against weakly correlated ones "
                                               "(π/2); the band ends halfway, at π/4")),),
-        scope="the profile's signature runs (MSE objective, one teacher seed per teacher type): "
-              "one unit",
+        scope="the profile's signature runs (MSE objective, one run per teacher type and "
+              "teacher seed): one unit, its teacher seeds together",
         finding="P1-D student signatures"),
 )
 

@@ -303,7 +303,9 @@ def build(model: str, out: str | Path, *, mode: str = "quick", text_path: str | 
     geo_fields = ("geometry_tokens", "seq_len", "batch_size", "profiles", "seed")
 
     say("P1: hidden-state geometry (model and untrained twin)")
-    geo = {name: cache.cached(f"report_geometry_{name}", key(*geo_fields),
+    # "bulk": what the stored bulk fraction holds (since "windows": chapter 03's evidence for
+    # P1-B1, `diagnostics.bulk_evidence`); a step stored without it is measured again
+    geo = {name: cache.cached(f"report_geometry_{name}", {**key(*geo_fields), "bulk": "windows"},
                               lambda m=m: d.geometry_of(m, blocks, cfg, progress=progress))
            for name, m in (("trained", lm), ("untrained", twin))}
     control = d.geometry_intervals(geo["trained"], geo["untrained"], cfg.bootstrap)
@@ -327,6 +329,8 @@ def build(model: str, out: str | Path, *, mode: str = "quick", text_path: str | 
     layers = d.least_important(table, lm.n_layers, cfg.scale_layers)
     say(f"P2: ×α sweep on L{layers}")
     sweep = d.scaling_sweep(ev, base, layers, cfg, cache, key(*ev_fields, "alphas"), progress)
+    say(f"P2: the other strategies on L{layers}, at full strength and at ×0.9's size")
+    others = d.strategy_runs(ev, lm, base, layers, cfg, cache, key(*ev_fields), progress)
 
     # the P2 signatures' negative control: the same map and ×0.9 on the untrained twin (built
     # again from its seed: it was freed above so that the two models are not held at once for
@@ -360,7 +364,8 @@ def build(model: str, out: str | Path, *, mode: str = "quick", text_path: str | 
                "bulk": {k: g["bulk"] for k, g in geo.items()}, "lens": lens,
                "tokens": geo["trained"]["tokens"]},
         "p2": {"base_ppl": base.ppl, "importance": table.to_dict("records"),
-               "scaled_layers": layers, "scaling": sweep.to_dict("records"), "weights": weights,
+               "scaled_layers": layers, "scaling": sweep.to_dict("records"),
+               "strategies": others.to_dict("records"), "weights": weights,
                "untrained": {"base_ppl": twin_base.ppl,
                              "importance": twin_table.to_dict("records"),
                              "scaling": twin_sweep.to_dict("records")}},
@@ -390,7 +395,7 @@ def summarise(report: dict[str, Any]) -> list[dict[str, str]]:
             rules.anti_layers(table, n_layers, twin_table),
             rules.delta_correlation(p2["weights"]), rules.ridge(p2["weights"], alphas),
             rules.scaling(pd.DataFrame(p2["scaling"]), p2["scaled_layers"],
-                          pd.DataFrame(twin["scaling"]))]
+                          pd.DataFrame(twin["scaling"]), pd.DataFrame(p2.get("strategies", [])))]
 
 
 def summary_frame(report: dict[str, Any]) -> pd.DataFrame:

@@ -153,6 +153,18 @@ def verdicts(reports: dict[str, dict[str, Any]]) -> pd.DataFrame:
     return df
 
 
+def against_book(reports: dict[str, dict[str, Any]]) -> pd.DataFrame:
+    """Per finding: why the report's answer can differ from the book's verdict on the same model
+    (each row's "vs the book"), once per distinct sentence, with the models it applies to."""
+    rows: dict[tuple[str, str], list[str]] = {}
+    for name, r in reports.items():
+        for s in r["summary"]:
+            rows.setdefault((s["id"], s.get(rules.VS_BOOK, "")), []).append(name)
+    df = pd.DataFrame([{"id": cid, rules.VS_BOOK: why, "models": ", ".join(models)}
+                       for (cid, why), models in rows.items()])
+    return df.set_index("id")
+
+
 def depth_profile(reports: dict[str, dict[str, Any]]) -> pd.DataFrame:
     """θ(h_l, h_{l+1}) (final-normed convention) and the neighbour-average degradation per
     block, against relative depth l / L, for every model and its untrained twin."""
@@ -228,6 +240,7 @@ def reading(table: pd.DataFrame) -> str:
         nt = int((col == rules.SIGNATURE[claims.NOT_TESTABLE]).sum())
         out.append(f"{model}: shows {len(shown)} of {len(col)} findings"
                    + (f" ({', '.join(i[0] for i in shown)})" if shown else "")
-                   + f"; {nd} not diagnostic (its untrained twin or a null shows them too)"
+                   + f"; {nd} not diagnostic (the book's control — an untrained twin, a null, "
+                     "the layers shuffled, an edit of the same size — shows them too)"
                    + (f"; {nt} not testable at this budget" if nt else "") + ".")
     return "\n".join(out)

@@ -1,6 +1,7 @@
 """The report's measurements, one function per step; each returns plain JSON-able data and is
 stored by `build` as soon as it finishes. Every statistic is the book's own code (hidden,
-geometry, lens, clusters, importance, weights), run on one model and its untrained twin.
+geometry, lens, clusters, importance, strategies, weights), run on one model and its
+untrained twin.
 
 Used by `layerlab report` and chapter 12.
 """
@@ -14,7 +15,7 @@ import pandas as pd
 import torch
 
 from layerlab import hidden, models, results
-from layerlab.anatomy import edits, importance
+from layerlab.anatomy import edits, importance, strategies
 from layerlab.anatomy import weights as w
 from layerlab.anatomy.evaluator import Evaluator, Scores
 from layerlab.depth import clusters, geometry, lens
@@ -51,18 +52,29 @@ def geometry_of(lm: models.LoadedModel, blocks: torch.Tensor, cfg: ReportSetting
                  for conv in ("hf", "raw")}
     arrays = dict(out["profiles"])
     arrays["token_text"] = _token_text(lm.tokenizer, arrays["token_id"])
-    bulk = {}
-    if lm.n_layers >= clusters.MIN_LAYERS:
-        for label, arr in (("all", arrays), ("without_position0", clusters.without_position0(arrays))):
-            df, summary = clusters.cluster(arr, "progress", "kmeans", seed=cfg.seed)
-            bulk[label] = {**summary, **{k: v for k, v in clusters.minority_report(df).items()
-                                         if k != "top_strings"}}
+    bulk = bulk_evidence(arrays, cfg.seed) if lm.n_layers >= clusters.MIN_LAYERS else {}
     # P1-A1's last angle after the final norm (P1's convention) on the same windows
     sequences = [{**r, geometry.PAPER_LAST: p[geometry.PAPER_LAST]} for r, p in
                  zip(geometry.sequence_stats(lm, batches), geometry.paper_last_angles(lm, batches),
                      strict=True)]
     return {"per_layer": per_layer, "sequences": sequences,
             "bulk": bulk, "tokens": int(out["conventions"]["hf"]["pos_ge_1"]["tokens"])}
+
+
+def bulk_evidence(arrays: dict[str, np.ndarray], seed: int) -> dict[str, dict[str, Any]]:
+    """The token-profile bulk fraction (progress features, 2-means: chapter 03's primary rule)
+    with who the minority are, on the whole sample ("all") and without position 0. The whole
+    sample also carries chapter 03's evidence for P1-B1 (`clusters.window_stats`: the
+    fraction's interval over windows, the layer-shuffled control, the secondaries' intervals),
+    so the report decides it by the book's own unit (`rules.bulk_fraction`)."""
+    bulk = {}
+    for label, arr in (("all", arrays), ("without_position0", clusters.without_position0(arrays))):
+        df, summary = clusters.cluster(arr, "progress", "kmeans", seed=seed)
+        bulk[label] = {**summary, **{k: v for k, v in clusters.minority_report(df).items()
+                                     if k != "top_strings"}}
+        if label == "all":
+            bulk[label] |= clusters.window_stats(arr, df, "progress", "kmeans", seed)
+    return bulk
 
 
 def geometry_intervals(trained: dict[str, Any], untrained: dict[str, Any], n: int) -> pd.DataFrame:
@@ -121,6 +133,40 @@ def scaling_sweep(ev: Evaluator, base: Scores, layers: list[int], cfg: ReportSet
     runs = {("text", "scale", items[k]["alpha"]): Scores.from_dict(v) for k, v in stored.items()}
     return importance.degradation_table(runs, {"text": base}, resamples=cfg.bootstrap,
                                         seed=cfg.seed, names=("method", "alpha"))
+
+
+def strategy_runs(ev: Evaluator, lm: models.LoadedModel, base: Scores, layers: list[int],
+                  cfg: ReportSettings, cache: results.Cache, key: dict[str, Any],
+                  progress: bool) -> pd.DataFrame:
+    """P2-C4's evidence as chapter 06 measures it, on the report's S (`layers`, edited at once):
+    zero, clone, mix and low-rank mix at full strength (matched "full": the secondary "others
+    harmful") and clone, mix and low-rank mix moved toward their targets only as far as ×0.9
+    moves the weights, ‖ΔW‖/‖W‖ = `MATCHED_SIZE` per layer (matched "size joint": the control;
+    zero at that size is ×0.9 itself). Each run is stored as it finishes."""
+    items: dict[str, dict[str, Any]] = {}
+    for name in strategies.OTHERS:
+        items[f"full-{name}"] = {"strategy": name, "matched": "full", "layers": layers}
+    for name in strategies.DIRECTIONS:
+        if name == "zero":
+            continue
+        kind, opts = strategies.STRATEGIES[name]
+        sizes = edits.relative_change(lm, edits.edit(kind, layers, **opts))
+        fraction = {str(l): min(1.0, strategies.MATCHED_SIZE / r) if r > 0 else 1.0
+                    for l, r in sizes.items()}
+        items[f"size-{name}"] = {"strategy": name, "matched": "size joint", "layers": layers,
+                                 "fraction": fraction}
+
+    def compute(_name: str, item: dict[str, Any]) -> dict[str, Any]:
+        kind, opts = strategies.STRATEGIES[item["strategy"]]
+        if "fraction" in item:
+            opts = {**opts, "fraction": {int(l): f for l, f in item["fraction"].items()}}
+        return ev.evaluate(edits.edit(kind, item["layers"], **opts)).to_dict()
+
+    stored = cache.for_each("report_strategies", key, items, compute, progress=progress)
+    runs = {("text", items[k]["strategy"], items[k]["matched"]): Scores.from_dict(v)
+            for k, v in stored.items()}
+    return importance.degradation_table(runs, {"text": base}, resamples=cfg.bootstrap,
+                                        seed=cfg.seed, names=("strategy", "matched"))
 
 
 def _nanmean(x: np.ndarray) -> float:

@@ -201,8 +201,9 @@ def render(report: dict[str, Any]) -> str:
     # its theme process-wide, and a page must not depend on what was imported before it
     with alt.theme.enable("default"):
         specs = {name: chart.to_dict() for name, chart, _ in charts}
-    summary = pd.DataFrame(report["summary"])[["finding", "paper", "this model", "control",
-                                               "verdict", "decided by", "book claim"]]
+    summary = pd.DataFrame(report["summary"]).reindex(
+        columns=["finding", "paper", "this model", "control", "verdict", "decided by",
+                 rules.VS_BOOK, "book claim"]).fillna(MISSING)  # a summary older than a column
     imp = pd.DataFrame(report["p2"]["importance"])
     classes = imp.pivot(index="layer", columns="method", values="class").reset_index()
     weights = weight_table(report)
@@ -219,9 +220,12 @@ def render(report: dict[str, Any]) -> str:
         "<p class='note'>Each row asks one of the book's claims of this model alone, with the "
         "claim's own band (linked: the book's page on how the verdicts are decided) and a "
         "control. “signature present”: this model shows the paper's finding and its control "
-        "does not; “not diagnostic”: the control (the untrained twin: same configuration, fresh "
-        "initialisation; or a structure-free null) shows it too, so it says nothing about "
-        "training. One model neither reproduces nor refutes a paper.</p>",
+        "does not; “not diagnostic”: the control — the book chapter's: the untrained twin (same "
+        "configuration, fresh initialisation), a structure-free null, the layers shuffled, or "
+        "an edit of the same size — shows it too, so the signature does not tell this model "
+        "from its control. One model neither reproduces nor refutes a paper. “vs the book”: where "
+        "the row's rule is the book chapter's own and where it is not, that is, why its answer "
+        "can differ from the book's verdict on the same model.</p>",
         _table(summary, "verdict", "book claim"),
         "<h2>P1: how the hidden state moves through the blocks</h2>",
     ]

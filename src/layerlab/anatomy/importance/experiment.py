@@ -24,7 +24,8 @@ from layerlab.anatomy.importance.measurement import (
 )
 from layerlab.anatomy.lab import Lab, ProfileOrLab, recorded
 
-__all__ = ["run_map", "similarity", "ImportanceResult", "run", "UNTRAINED_METHODS", "untrained_map"]
+__all__ = ["run_map", "similarity", "ImportanceResult", "run", "UNTRAINED_METHODS", "untrained_methods",
+           "untrained_map"]
 
 
 def run_map(lab: Lab, *, force: bool = False) -> dict[tuple[str, str, int], Scores]:
@@ -77,15 +78,24 @@ def run(lab: ProfileOrLab, *, untrained: bool = False) -> ImportanceResult:
     ranges = pd.DataFrame([range_statistic(runs, bases[s], s, lab.n_layers,
                                            resamples=lab.cfg.bootstrap) for s in bases])
     sim = similarity(lab)
-    # the twin's map on the sets cheap enough for per-layer sweeps (`single_sets`: E0 on two
-    # cores, both on a GPU); a set without it leaves its units' control not measured
-    twin = untrained_map(lab, sets=tuple(lab.cfg.single_sets)) if untrained else None
+    # the twin's map on every set: both operations where per-layer sweeps are cheap
+    # (`single_sets`: E0 on two cores, both on a GPU), neighbour averaging alone (the layer
+    # claims' primary) elsewhere; one call per set, so a set's records do not depend on another's
+    twin = pd.concat([untrained_map(lab, sets=(s,)) for s in lab.cfg.map_methods],
+                     ignore_index=True) if untrained else None
     return ImportanceResult(table=table, ranges=ranges, similarity=sim,
                             anchors=anchors(table, sim, lab.n_layers), bases=bases,
                             sets=pd.DataFrame(lab.describe_sets()), untrained=twin)
 
 
 UNTRAINED_METHODS = ("neighbour_average", "skip")  # the operations the layer claims read
+
+
+def untrained_methods(lab: Lab, set_name: str) -> tuple[str, ...]:
+    """The twin's operations on one set: both where per-layer sweeps are cheap
+    (`single_sets`), else neighbour averaging alone, the operation of every layer claim's
+    primary (the control enters the verdict through the primary only)."""
+    return UNTRAINED_METHODS if set_name in lab.cfg.single_sets else UNTRAINED_METHODS[:1]
 
 
 def untrained_map(lab: Lab, *, seed: int = 0, force: bool = False,
@@ -98,7 +108,7 @@ def untrained_map(lab: Lab, *, seed: int = 0, force: bool = False,
     plan: dict[str, dict[str, Any]] = {f"{s}-base": {"set": s, "method": None, "layer": None}
                                        for s in sets}
     plan.update({f"{s}-{m}-L{l:02d}": {"set": s, "method": m, "layer": l}
-                 for s in sets for m in UNTRAINED_METHODS for l in range(lab.n_layers)})
+                 for s in sets for m in untrained_methods(lab, s) for l in range(lab.n_layers)})
     stored = _twin_item.each(plan, lab, seed=seed, sets=sets, held={}, force=force,
                              progress=lab.progress)
     bases = {s: Scores.from_dict(stored[f"{s}-base"]) for s in sets}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 import pandas as pd
@@ -29,7 +29,7 @@ __all__ = ["CHAPTER", "PAPER_CORE", "PAPER_PEAK", "PAPER_ANTI", "PAPER_LAYERS", 
            "log10_estimate", "range_units", "assess_range", "core_estimate", "peak_margin",
            "outside_core", "core_units", "assess_core", "peak_size_units", "assess_peak_size",
            "anti_estimate", "anti_units", "assess_anti", "io_layers", "io_estimate", "the_rest",
-           "io_units", "assess_io", "assess", "not_testable"]
+           "io_units", "assess_io", "assess", "not_testable", "precision_units", "copies_of"]
 
 
 CHAPTER = "05_importance_map"
@@ -85,22 +85,86 @@ def _interval(e: claims.Estimate | None) -> list[float] | None:
     return None if e is None else [e.point, e.lo, e.hi]
 
 
+Copies = Mapping[str, tuple[pd.DataFrame, pd.DataFrame]]  # name → (degradation table, ranges)
+
+
+def precision_units(claim_id: str, units: list[claims.Unit],
+                    copy_units: Mapping[str, list[claims.Unit]]
+                    ) -> tuple[list[claims.Unit], dict[str, dict[str, list[float] | None]]]:
+    """VERDICTS.md §4 [rev], directional: a unit whose primary, measured the same way on a
+    dithered copy of the stand-in, lands across the band's edge from the stand-in's (or then
+    straddles it) fails its precondition (stand-in precision); copies that move away from the
+    edge, however far, threaten nothing. Returns the units and each unit's copies' estimates."""
+    decl = DECLARATIONS[claim_id]
+    band = decl.band
+    out, moved = [], {}
+    for u in units:
+        u = _secondary_precision(decl, u, copy_units)
+        per = {c: next((x.primary for x in us if x.name == u.name), None)
+               for c, us in copy_units.items()}
+        moved[u.name] = {c: _interval(e) for c, e in per.items()}
+        threat = claims.stand_in_threat(band, u.primary, per)
+        if threat:
+            shown = ", ".join(f"{c} {_text(per[c], '+,.3g', '')}" for c in threat)
+            note = (f"stand-in precision: on {len(threat)} of {len(per)} dithered copies the "
+                    f"primary lands across the band's edge {band.text('.3g')} from the "
+                    f"stand-in's {_text(u.primary, '+,.3g', '')} ({shown})")
+            u = dataclasses.replace(u, precondition=u.precondition or note)
+        out.append(u)
+    return out, moved
+
+
+def _secondary_precision(decl: claims.Declaration, u: claims.Unit,
+                         copy_units: Mapping[str, list[claims.Unit]]) -> claims.Unit:
+    """The directional check on each of the unit's secondaries: one that some copy carries across
+    its own band's edge is left undecided, saying why."""
+    why = dict(u.undecided)
+    for sec in decl.secondary:
+        est = u.secondary.get(sec.name)
+        per = {c: next((x.secondary.get(sec.name) for x in us if x.name == u.name), None)
+               for c, us in copy_units.items()}
+        threat = claims.stand_in_threat(sec.band, est, per) if est is not None else []
+        if threat:
+            why[sec.name] = (f"stand-in precision: {', '.join(threat)} carry it across "
+                             f"{sec.band.text('.3g')}")
+    return dataclasses.replace(u, undecided=why) if why != dict(u.undecided) else u
+
+
 def _decided(claim_id: str, units: list[claims.Unit], *, ours: str, setting: str,
              numbers: dict[str, Any] | None = None,
-             stand_in: pd.DataFrame | None = None) -> claims.Claim:
+             copy_units: Mapping[str, list[claims.Unit]] | None = None) -> claims.Claim:
     """The one decision procedure (`claims.decide`) on the claim's declaration and units; with
-    `stand_in` (`precision.margins`), a claim the 4-bit stand-in cannot resolve fails its
-    precondition in every unit (VERDICTS.md §4)."""
+    `copy_units` (the same units on each dithered copy, `copies_of`), the directional stand-in
+    check first (`precision_units`), its copies' estimates stored with the numbers."""
     decl = DECLARATIONS[claim_id]
-    if stand_in is not None and claim_id in stand_in.index and not stand_in.loc[claim_id, "resolved"]:
-        r = stand_in.loc[claim_id]
-        distance = float(r["distance to the band's edge"])
-        note = (f"stand-in precision: its own rounding moves {r['statistic']} by "
-                f"{r['movement']:.3g}, more than its distance to the band's edge "
-                f"({distance:.3g})")
-        units = [dataclasses.replace(u, precondition=u.precondition or note) for u in units]
+    numbers = dict(numbers or {})
+    if copy_units:
+        units, moved = precision_units(claim_id, units, copy_units)
+        numbers["stand-in copies"] = moved
     return claims.make(decl, claims.decide(decl, units), ours=ours, setting=setting,
                        numbers=numbers)
+
+
+def stand_in_distance(table: pd.DataFrame, copies: Copies) -> dict[str, dict[str, Any]]:
+    """Per set: the stand-in's perplexity and the range over its dithered copies' — how far apart
+    models are that the 4-bit rounding cannot tell apart (VERDICTS.md §5 [rev])."""
+    def base(t: pd.DataFrame, s: str) -> float | None:
+        rows = t.loc[t["set"] == s, "base_ppl"]
+        return float(rows.iloc[0]) if len(rows) else None
+
+    out = {}
+    for s in sorted(set(table["set"])):
+        per = [b for t, _ in copies.values() if (b := base(t, s)) is not None]
+        if per and base(table, s) is not None:
+            out[s] = {"stand-in": base(table, s), "copies": [min(per), max(per)]}
+    return out
+
+
+def copies_of(copies: Copies | None, build) -> dict[str, list[claims.Unit]] | None:
+    """`build(table, ranges)` → units, on every copy (None without copies)."""
+    if not copies:
+        return None
+    return {name: build(table, ranges) for name, (table, ranges) in copies.items()}
 
 
 # -- P2-C1-range --------------------------------------------------------------------------------
@@ -117,9 +181,10 @@ def range_units(ranges: pd.DataFrame) -> list[claims.Unit]:
     return units
 
 
-def assess_range(ranges: pd.DataFrame, setting: str) -> claims.Claim:
+def assess_range(ranges: pd.DataFrame, setting: str, *, copies: Copies | None = None
+                 ) -> claims.Claim:
     """P2-C1-range (the "10^7 range") decided on `range_units`; `ranges` is `run`'s table, and
-    the wording adds the two well-posed summaries when it has them."""
+    the wording adds the two well-posed summaries when it has them. `copies` as in `assess`."""
     r = ranges.set_index("set")
     return _decided(
         "P2-C1-range", range_units(ranges),
@@ -131,7 +196,8 @@ def assess_range(ranges: pd.DataFrame, setting: str) -> claims.Claim:
         setting=setting,
         numbers={"log10_range": {s: float(r.loc[s, "log10_range"]) for s in r.index},
                  "log10_range_ci": {s: [float(v) for v in r.loc[s, "log10_range_ci"]]
-                                    for s in r.index}})
+                                    for s in r.index}},
+        copy_units=copies_of(copies, lambda t, rg: range_units(rg)))
 
 
 # -- P2-C1-core ---------------------------------------------------------------------------------
@@ -182,9 +248,9 @@ def core_units(table: pd.DataFrame, n_layers: int,
 
 def assess_core(table: pd.DataFrame, setting: str, n_layers: int,
                 control: pd.DataFrame | None = None, *,
-                stand_in: pd.DataFrame | None = None) -> claims.Claim:
+                copies: Copies | None = None) -> claims.Claim:
     """P2-C1-core decided on `core_units`; the wording gives each operation's peak, core layers
-    and L8–11's degradations per set. `control` (`untrained_map`) and `stand_in` as in
+    and L8–11's degradations per set. `control` (`untrained_map`) and `copies` as in
     `assess`."""
     units = core_units(table, n_layers, control)
     shown = []
@@ -201,9 +267,10 @@ def assess_core(table: pd.DataFrame, setting: str, n_layers: int,
         "P2-C1-core", units,
         ours="; ".join(shown) + f" — third-largest of L8–11 (neighbour average): {third}",
         setting=setting,
-        numbers={u.name: {"primary": _interval(u.primary), "control": _interval(u.control),
-                          **{k: _interval(v) for k, v in u.secondary.items()}} for u in units},
-        stand_in=stand_in)
+        numbers={**{u.name: {"primary": _interval(u.primary), "control": _interval(u.control),
+                             **{k: _interval(v) for k, v in u.secondary.items()}} for u in units},
+                 **({"stand-in distance": stand_in_distance(table, copies)} if copies else {})},
+        copy_units=copies_of(copies, lambda t, rg: core_units(t, n_layers)))
 
 
 # -- P2-C1-peak-size ----------------------------------------------------------------------------
@@ -221,9 +288,9 @@ def peak_size_units(table: pd.DataFrame) -> list[claims.Unit]:
 
 
 def assess_peak_size(table: pd.DataFrame, setting: str, *,
-                     stand_in: pd.DataFrame | None = None) -> claims.Claim:
+                     copies: Copies | None = None) -> claims.Claim:
     """P2-C1-peak-size (+63,419 % at L11) decided on `peak_size_units`; the wording names the
-    layer of L8–11 that degrades most in each set. `stand_in` as in `assess`."""
+    layer of L8–11 that degrades most in each set. `copies` as in `assess`."""
     shown = {}
     for s in _sets(table):
         rows = _rows(table, s, "neighbour_average", PAPER_CORE)
@@ -235,7 +302,7 @@ def assess_peak_size(table: pd.DataFrame, setting: str, *,
         ours="; ".join(f"{s}: L{l} {_text(e)}" for s, (l, e) in shown.items()),
         setting=setting,
         numbers={s: {"layer": l, "deg": _interval(e)} for s, (l, e) in shown.items()},
-        stand_in=stand_in)
+        copy_units=copies_of(copies, lambda t, rg: peak_size_units(t)))
 
 
 # -- P2-C1-anti-layers --------------------------------------------------------------------------
@@ -262,9 +329,9 @@ def anti_units(table: pd.DataFrame, control: pd.DataFrame | None = None) -> list
 
 def assess_anti(table: pd.DataFrame, setting: str,
                 control: pd.DataFrame | None = None, *,
-                stand_in: pd.DataFrame | None = None) -> claims.Claim:
+                copies: Copies | None = None) -> claims.Claim:
     """P2-C1-anti-layers decided on `anti_units`; the wording gives L14's and L17's degradation
-    and CI under both operations in every set. `control` and `stand_in` as in `assess`."""
+    and CI under both operations in every set. `control` and `copies` as in `assess`."""
     df = table[table["method"].isin(CORE_OPERATIONS) & table["layer"].isin(PAPER_ANTI)]
     units = anti_units(table, control)
     return _decided(
@@ -277,7 +344,7 @@ def assess_anti(table: pd.DataFrame, setting: str,
         setting=setting,
         numbers={u.name: {"primary": _interval(u.primary), "control": _interval(u.control),
                           **{k: _interval(v) for k, v in u.secondary.items()}} for u in units},
-        stand_in=stand_in)
+        copy_units=copies_of(copies, lambda t, rg: anti_units(t)))
 
 
 # -- P2-C1-io-layers ----------------------------------------------------------------------------
@@ -323,10 +390,10 @@ def io_units(table: pd.DataFrame, n_layers: int,
 
 def assess_io(table: pd.DataFrame, setting: str, n_layers: int,
               control: pd.DataFrame | None = None, *,
-              stand_in: pd.DataFrame | None = None) -> claims.Claim:
+              copies: Copies | None = None) -> claims.Claim:
     """P2-C1-io-layers decided on `io_units`; the wording lists, per set, the layers the class
     rule calls I/O and any other layer at or above `CONNECTIVE_MAX` (30 %). `control` and
-    `stand_in` as in `assess`."""
+    `copies` as in `assess`."""
     nb_in = inner(table[table["method"] == "neighbour_average"], n_layers)
     io = {s: sorted(df.loc[df["class"] == "I/O", "layer"].astype(int))
           for s, df in nb_in.groupby("set")}
@@ -347,24 +414,25 @@ def assess_io(table: pd.DataFrame, setting: str, n_layers: int,
                  **{u.name: {"primary": _interval(u.primary), "control": _interval(u.control),
                              **{k: _interval(v) for k, v in u.secondary.items()}}
                     for u in units}},
-        stand_in=stand_in)
+        copy_units=copies_of(copies, lambda t, rg: io_units(t, n_layers)))
 
 
 def assess(result: ImportanceResult, setting: str, n_layers: int, *,
-           stand_in: pd.DataFrame | None = None) -> list[claims.Claim]:
+           copies: Copies | None = None) -> list[claims.Claim]:
     """Verdicts on C1: the range, core and peak, anti-layers, the I/O and connective classes.
     The untrained twin's map (`result.untrained`, when `run` was asked for it) is the layer
     claims' negative control; without it they read 'control: not measured' where it matters.
-    `stand_in` (`precision.margins`): a layer claim the 4-bit stand-in's own rounding can move
-    across its band's edge is not testable (stand-in precision)."""
-    found = [assess_range(result.ranges, setting)]
+    `copies` (`precision.copy_maps`: the map on each dithered copy of the 4-bit stand-in): a
+    unit whose primary some copy carries across its band's edge is not testable (stand-in
+    precision, VERDICTS.md §4 [rev])."""
+    found = [assess_range(result.ranges, setting, copies=copies)]
     if n_layers != PAPER_LAYERS:  # the claims name layers of SmolLM2's 30-layer stack
         return found + [not_testable(cid, setting, n_layers) for cid in LAYER_CLAIMS]
     t, control = result.table, result.untrained
-    return found + [assess_core(t, setting, n_layers, control, stand_in=stand_in),
-                    assess_peak_size(t, setting, stand_in=stand_in),
-                    assess_anti(t, setting, control, stand_in=stand_in),
-                    assess_io(t, setting, n_layers, control, stand_in=stand_in)]
+    return found + [assess_core(t, setting, n_layers, control, copies=copies),
+                    assess_peak_size(t, setting, copies=copies),
+                    assess_anti(t, setting, control, copies=copies),
+                    assess_io(t, setting, n_layers, control, copies=copies)]
 
 
 def not_testable(cid: str, setting: str, n_layers: int) -> claims.Claim:

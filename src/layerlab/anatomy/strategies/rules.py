@@ -7,7 +7,7 @@ calibrated on the unedited model, `coherence`) and the sizes of the damage
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 import pandas as pd
@@ -109,10 +109,12 @@ def only_scaling_units(joint: pd.DataFrame, gens: pd.DataFrame,
 
 
 def assess_only_scaling(result: StrategiesResult, gens: pd.DataFrame,
-                        matched_result: MatchedResult | None, setting: str) -> claims.Claim:
+                        matched_result: MatchedResult | None, setting: str, *,
+                        stand_in: str | None = None) -> claims.Claim:
     """P2-C4-only-scaling decided on `only_scaling_units`; the wording gives each strategy's
     joint degradation on S, the matched-size runs (`matched_result`; None: not run) and the
-    calibrated generation check on `gens`."""
+    calibrated generation check on `gens`. `stand_in`: the failed stand-in precision
+    precondition, if the copies carry ×0.9's degradation across the band's edge."""
     joint = result.joint.set_index(["set", "strategy"])
     mj = matched_result.joint if matched_result is not None else None
     sets = sorted(set(result.joint["set"]))
@@ -134,7 +136,7 @@ def assess_only_scaling(result: StrategiesResult, gens: pd.DataFrame,
                 f"{text['unedited_sd']:.3f}" + (f", calibrated {e.point:+.2f} [{e.lo:+.2f}, {e.hi:+.2f}]"
                                                  if e is not None else ", no spread to calibrate on")
                 + ")")
-    units = only_scaling_units(result.joint, gens, mj)
+    units = claims.flagged(only_scaling_units(result.joint, gens, mj), stand_in)
     return _decided(
         "P2-C4-only-scaling", units,
         ours="; ".join(f"{s}: " + ", ".join(
@@ -183,7 +185,10 @@ def assess_magnitudes(result: StrategiesResult, setting: str) -> claims.Claim:
 
 
 def assess(result: StrategiesResult, gens: pd.DataFrame, matched_result: MatchedResult | None,
-           setting: str) -> list[claims.Claim]:
-    """Chapter 06's two claims: only scaling preserves quality, and the sizes of the damage."""
-    return [assess_only_scaling(result, gens, matched_result, setting),
+           setting: str, *, stand_in: Mapping[str, str] | None = None) -> list[claims.Claim]:
+    """Chapter 06's two claims: only scaling preserves quality, and the sizes of the damage.
+    `stand_in` (`precision.unresolved`): the claims the 4-bit stand-in's copies cannot resolve."""
+    stand_in = stand_in or {}
+    return [assess_only_scaling(result, gens, matched_result, setting,
+                                stand_in=stand_in.get("P2-C4-only-scaling")),
             assess_magnitudes(result, setting)]

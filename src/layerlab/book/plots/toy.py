@@ -86,6 +86,7 @@ def local_slope_chart(slopes: pd.DataFrame) -> alt.Chart:
 
 def alpha_vs_temperature(final: pd.DataFrame) -> alt.Chart:
     """Final α_ℓ (± SE of the fit) against the teacher temperature, KL sweeps."""
+    final = final[["sweep", "teacher", "temperature", "seed", "alpha", "alpha_se"]]  # what it draws
     data = final.assign(lo=final["alpha"] - final["alpha_se"], hi=final["alpha"] + final["alpha_se"])
     base = alt.Chart(data, title="α_ℓ vs teacher temperature (KL objective)")
     x = alt.X("temperature:Q", scale=alt.Scale(type="log"), title="teacher temperature T (log scale)",
@@ -107,6 +108,7 @@ def alpha_vs_temperature(final: pd.DataFrame) -> alt.Chart:
 def alpha_vs_steps(alphas: pd.DataFrame) -> alt.Chart:
     """α_ℓ fitted at every evaluation step: how the exponent develops with training."""
     pick = alt.selection_point(fields=["sweep"], bind="legend")
+    alphas = alphas[["sweep", "teacher", "step", "alpha"]]  # the page keeps only what it draws
     return alt.Chart(alphas, title="α_ℓ during training").mark_line(point=True).encode(
         x=alt.X("step:Q", title="training step"), y=alt.Y("alpha:Q", title="depth exponent α_ℓ"),
         color=alt.Color("sweep:N", legend=_legend(3)),
@@ -117,6 +119,7 @@ def alpha_vs_steps(alphas: pd.DataFrame) -> alt.Chart:
 
 def signature_chart(rows: pd.DataFrame) -> alt.Chart:
     """Middle-layer θ(Δh_l, Δh_{l+1}) of trained students and their teachers."""
+    rows = rows[["network", "teacher", "middle_theta_dh"]]  # the page keeps only what it draws
     return alt.Chart(rows, title="Consecutive-update angle in the middle layers").mark_bar().encode(
         x=alt.X("network:N", title=None, sort=None),
         y=alt.Y("middle_theta_dh:Q", title="middle-layer angle θ(Δh_l, Δh_{l+1}) (rad)"),

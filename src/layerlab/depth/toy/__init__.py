@@ -13,10 +13,15 @@ verdicts). Every public name is re-exported here.
 
 from layerlab.depth.toy.angles import PROBES, middle_angles, student_angles, untrained_angles
 from layerlab.depth.toy.display import (
+    DEEP,
+    Setting,
     alpha_table,
     final_alphas,
     loss_table,
-    replicate_summary,
+    seed_alphas,
+    seed_summary,
+    setting_key,
+    settings,
     slope_table,
 )
 from layerlab.depth.toy.experiment import (
@@ -32,7 +37,14 @@ from layerlab.depth.toy.experiment import (
     sweep_configs,
     untrained_signatures,
 )
-from layerlab.depth.toy.fits import averaging_error, euler_error, fit_alpha, local_slopes
+from layerlab.depth.toy.fits import (
+    averaging_error,
+    euler_error,
+    fit_alpha,
+    local_slopes,
+    mean_interval,
+    t_interval,
+)
 from layerlab.depth.toy.grid import GROUP_FIELDS, Grid, group_key, groups
 from layerlab.depth.toy.net import (
     BLOCKS,
@@ -55,6 +67,7 @@ from layerlab.depth.toy.net import (
 from layerlab.depth.toy.rules import (
     CHAPTER,
     MOVING,
+    ONE_SEED,
     assess,
     assess_independent,
     assess_mse,
@@ -62,8 +75,7 @@ from layerlab.depth.toy.rules import (
     assess_tied_cold,
     assess_tied_steep,
     converging,
-    mean_interval,
-    t_interval,
+    signature_convergence,
 )
 from layerlab.depth.toy.sweep import Sweep
 from layerlab.settings import ToyConfig, ToySettings
@@ -82,10 +94,12 @@ __all__ = [
     "student_key", "stored_sweeps", "run_sweep", "grid_checkpoint", "run_grid", "run_sweeps",
     "signatures", "untrained_signatures",
     # fits and tables
-    "fit_alpha", "local_slopes", "euler_error", "averaging_error", "alpha_table", "final_alphas",
-    "slope_table", "loss_table", "replicate_summary",
+    "fit_alpha", "local_slopes", "euler_error", "averaging_error", "t_interval",
+    "mean_interval", "alpha_table", "final_alphas", "slope_table", "loss_table",
+    "DEEP", "Setting", "setting_key", "settings", "seed_alphas",
+    "seed_summary",
     # verdicts
-    "CHAPTER", "MOVING", "converging", "t_interval", "mean_interval", "assess",
+    "CHAPTER", "MOVING", "ONE_SEED", "converging", "signature_convergence", "assess",
     "assess_independent", "assess_tied_steep", "assess_tied_cold", "assess_mse",
     "assess_signatures",
     # settings

@@ -16,6 +16,7 @@ import torch
 
 from layerlab import results
 from layerlab.depth.toy.angles import student_angles, untrained_angles
+from layerlab.depth.toy.display import setting_key
 from layerlab.depth.toy.grid import Grid, groups
 from layerlab.depth.toy.sweep import Sweep
 from layerlab.profiles import Profile
@@ -148,13 +149,17 @@ def run_sweeps(profile, cache=None, *, only: list[str] | None = None, progress: 
 
 def signatures(profile, cache=None, *, progress: bool = True) -> "pd.DataFrame":
     """Consecutive-update angles of trained students of both teacher types (MSE objective,
-    `ToySettings.signature_steps` steps), cached per teacher type."""
+    `ToySettings.signature_steps` steps), cached per teacher type. Each row also names its run's
+    teacher seed, length (`train_steps`) and setting (`display.setting_key`), read from the
+    run's config (not stored in the record), for the verdicts' seeds and convergence test."""
     import pandas as pd
 
     spec = ToySettings.from_profile(profile)
     configs = {t: asdict(spec.signature_config(t)) for t in ("independent", "tied")}
     out = _signature.each(configs, profile, show=progress, cache=cache, progress=progress)
-    return pd.DataFrame([row for rows in out.values() for row in rows])
+    return pd.DataFrame([{**row, "seed": configs[t]["seed"], "train_steps": configs[t]["steps"],
+                          "setting_key": setting_key(configs[t])}
+                         for t, rows in out.items() for row in rows])
 
 
 # the item is the sweep's whole config: it says everything the record depends on

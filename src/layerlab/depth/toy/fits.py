@@ -1,12 +1,15 @@
 """Chapter 04's exponents: α_ℓ fitted to a sweep's losses over student depths, the local slopes
-between consecutive depths, and the analytic warm-up (ensemble averaging's 1/ℓ, Euler
-integration's 1/ℓ²) the sweeps are read against."""
+between consecutive depths, the t intervals the verdicts take over teacher seeds, and the
+analytic warm-up (ensemble averaging's 1/ℓ, Euler integration's 1/ℓ²) the sweeps are read
+against."""
 
 from __future__ import annotations
 
 import math
 
 import numpy as np
+
+from layerlab.claims import Estimate
 
 
 def fit_alpha(depths, losses) -> tuple[float, float]:
@@ -23,6 +26,25 @@ def fit_alpha(depths, losses) -> tuple[float, float]:
     else:
         se = float("nan")
     return float(-coef[1]), se
+
+
+def t_interval(point: float, se: float, df: float) -> Estimate | None:
+    """`point` ± the 97.5 % t quantile × `se` (None without a finite SE or a degree of freedom)."""
+    from scipy import stats
+
+    if not (np.isfinite(point) and np.isfinite(se) and df >= 1):
+        return None
+    half = float(stats.t.ppf(0.975, df)) * float(se)
+    return Estimate(float(point), float(point) - half, float(point) + half)
+
+
+def mean_interval(values) -> Estimate | None:
+    """The mean with its t interval over independent values (None below two)."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if len(v) < 2:
+        return None
+    return t_interval(float(v.mean()), float(v.std(ddof=1) / math.sqrt(len(v))), len(v) - 1)
 
 
 def local_slopes(depths, losses) -> list[dict[str, float]]:
