@@ -200,9 +200,12 @@ PROFILES: dict[str, Profile] = {
                               seeds=(0, 1)),
         # controls on 16 windows, 2,048 tokens per context length, 1,024 for the lens (every
         # pretrained forward costs ~7 s per 1,000 tokens for SmolLM2 on one core, 14 s for Gemma)
+        # P1-A1's last angle after the final norm for the LLMs only: the family's A1 unit fails
+        # its precondition (depth does not buy loss beyond seed noise over d ≥ 8) whatever its
+        # members measure, and measuring them means retraining 11 members (~40 CPU minutes)
         geometry=GeometrySettings(tokens=32 * 512, seq_len=512, batch_size=2, profiles=8000,
                                   family_tokens=64 * 128, control_sequences=16,
-                                  context_tokens=2048, lens_tokens=1024),
+                                  context_tokens=2048, lens_tokens=1024, paper_last_family=False),
         # P1's cheap version (research/paper1.md §9): teacher depth 64, students 2-16,
         # batch 256; 12k steps (~5 min a sweep on one core)
         tracing=TracingSettings(noise_samples=1),  # P1's single draw (one forward per layer)

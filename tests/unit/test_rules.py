@@ -186,13 +186,15 @@ def test_the_familys_units_in_a1_a3_a4_need_depth_to_buy_loss():
     fam = pd.concat([_edges(2.0, 0.7, 0.05, model=n) for n in ("family-d8", "family-d16")]
                     + [_edges(2.4, 0.6, 0.05, model="llm")], ignore_index=True)
     c = geometry.assess_edges(fam, "t", LEFT_OUT_GAIN)
-    assert c.units["family-d8"]["verdict"] == NOT_TESTABLE
-    assert "d8 → d16" in c.units["family-d16"]["decided_by"]
+    # the family's members are one unit, not a vote each (VERDICTS.md §2 [rev])
+    assert set(c.units) == {"llm", "family (d8, d16)"}
+    assert c.units["family (d8, d16)"]["verdict"] == NOT_TESTABLE
+    assert "d8 → d16" in c.units["family (d8, d16)"]["decided_by"]
     assert c.units["llm"]["verdict"] == REPRODUCED  # a pretrained model is not the family
     c = geometry.assess_edges(fam, "t", DEPTH_BUYS)
-    assert c.verdict == REPRODUCED
-    # no losses given: the family's precondition cannot be judged, so its units are not testable
-    assert geometry.assess_edges(fam, "t").units["family-d8"]["verdict"] == NOT_TESTABLE
+    assert c.verdict == REPRODUCED and "family (d8, d16)" in c.units
+    # no losses given: the family's precondition cannot be judged, so its unit is not testable
+    assert geometry.assess_edges(fam, "t").units["family (d8, d16)"]["verdict"] == NOT_TESTABLE
     dh = pd.concat([_table("middle_theta_dh", 1.4, 1.55, 0.02).assign(model=n)
                     for n in ("family-d4", "family-d8-s1")], ignore_index=True)
     assert geometry.assess_weak_correlation(dh, _slopes(0.0, 0.0), "t",
@@ -205,6 +207,19 @@ def test_the_familys_units_in_a1_a3_a4_need_depth_to_buy_loss():
     c = lens.assess(table, "t", losses=LEFT_OUT_GAIN)
     assert c.verdict == NOT_TESTABLE and "depth does not buy loss" in c.ours
     assert lens.assess(table, "t", losses=DEPTH_BUYS).verdict == REPRODUCED
+
+
+def test_the_familys_members_make_one_unit_whose_interval_is_their_spread():
+    from layerlab.claims import Unit
+
+    members = [Unit(name="family-d8", primary=Estimate(1.0, 0.8, 1.2)),
+               Unit(name="family-d8-s1", primary=Estimate(2.0, 1.9, 2.1)),
+               Unit(name="llm", primary=Estimate(5.0, 4.0, 6.0))]
+    out = geometry.one_family_unit(members)
+    assert [u.name for u in out] == ["llm", "family (d8, d8-s1)"]
+    assert out[-1].primary == Estimate(1.5, 0.8, 2.1)
+    one = [Unit(name="family-d8", primary=Estimate(1.0, 0.8, 1.2))]
+    assert geometry.one_family_unit(one) == one  # a single member stays itself
 
 
 def test_a3_weak_correlation_is_an_absence_claim_with_a_positive_control():

@@ -278,11 +278,12 @@ def assess(table, setting: str, *, positive=None, losses: pd.DataFrame | None = 
     est = {u.name: u for u in found}
 
     def words(r) -> str:
-        u = est[r.model]
+        u = est.get(r.model)  # a family member is part of the family's one unit
         share = (f"{100 * r.early_share:.1f} % early [{100 * u.primary.lo:.1f}, "
-                 f"{100 * u.primary.hi:.1f}]" if u.primary is not None
+                 f"{100 * u.primary.hi:.1f}]" if u is not None and u.primary is not None
                  else f"{100 * r.early_share:.1f} % early")
-        pos = f"; synthetic early stoppers {100 * u.control.point:.0f} %" if u.control else ""
+        pos = (f"; synthetic early stoppers {100 * u.control.point:.0f} %"
+               if u is not None and u.control else "")
         return (f"{r.model}: {share}, {_drop(r.drop_by_middle)} of the CE drop by mid-depth "
                 f"(untrained {100 * r.untrained_early_share:.1f} %, "
                 f"{_drop(r.untrained_drop_by_middle)}{pos})")
@@ -291,7 +292,7 @@ def assess(table, setting: str, *, positive=None, losses: pd.DataFrame | None = 
     decision = claims.decide(decl, found)
     ours = "; ".join(words(r) for r in table.itertuples()) or "no model"
     family = next((u.precondition for u in found
-                   if u.name.startswith(geometry.FAMILY_PREFIX) and u.precondition), None)
+                   if u.name.startswith("family") and u.precondition), None)
     if family:
         ours += f"; the family's units: {family}"
     return claims.make(

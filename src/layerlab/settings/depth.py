@@ -116,6 +116,9 @@ class GeometrySettings(_Settings):
     context_tokens: int = 8192  # tokens per (model, context length, BOS or not)
     context_models: tuple[str, ...] | None = None  # None: the profile's models
     lens_tokens: int = 2048  # tokens per model for the last-block CE lens (chapter 02)
+    # P1-A1's last angle after the final norm for the depth family too (False: only the LLMs; a
+    # family member's weights must be retrained to measure it, ~40 CPU minutes for the family)
+    paper_last_family: bool = True
 
     profile_field = "geometry"
 
@@ -136,7 +139,7 @@ class GeometrySettings(_Settings):
     def key(self) -> dict[str, Any]:
         """What the per-layer statistics depend on (the controls add their own fields)."""
         skip = ("control_models", "control_sequences", "context_lengths", "context_tokens",
-                "context_models", "lens_tokens")
+                "context_models", "lens_tokens", "paper_last_family")
         return {k: v for k, v in asdict(self).items() if v is not None and k not in skip}
 
     def shrunk(self) -> "GeometrySettings":

@@ -80,6 +80,7 @@ from layerlab.depth.geometry.rules import (
     family_depths,
     family_monotone,
     inverse_depth_unit,
+    one_family_unit,
     weak_correlation_units,
     with_family_precondition,
 )
@@ -100,6 +101,6 @@ __all__ = [
     # rules
     "CHAPTER", "EDGE_MIN_LAYERS", "DH_MIN_LAYERS", "EDGE_PAPER", "EDGE_BLOCK", "edge_units",
     "assess_edges", "family_monotone", "depth_buys_loss", "family_depths",
-    "with_family_precondition", "inverse_depth_unit", "assess_inverse_depth", "weak_correlation_units",
+    "with_family_precondition", "one_family_unit", "inverse_depth_unit", "assess_inverse_depth", "weak_correlation_units",
     "assess_weak_correlation", "assess",
 ]

@@ -136,8 +136,10 @@ def controls(profile: Profile, cache: results.Cache | None = None, *,
     for name, trained in tqdm(todo, desc="controls", disable=not progress):
         rows = _sequences(profile, name, trained, sequences=cfg.control_sequences, cache=cache)
         frame = pd.DataFrame(rows)
-        if paper_last:
+        if paper_last and (cfg.paper_last_family or not name.startswith(FAMILY_PREFIX)):
             frame[PAPER_LAST] = _paper_frame(profile, name, trained, rows, cfg, cache)
+        elif paper_last:  # not measured for the family in this profile: its A1 unit says so
+            frame[PAPER_LAST] = np.nan
         frame["model"], frame["trained"] = name, trained
         frame["layers"] = (_member(name)[0] if name.startswith(FAMILY_PREFIX)
                            else rows[0]["layers"] if rows else np.nan)

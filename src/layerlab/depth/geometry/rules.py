@@ -22,7 +22,7 @@ from layerlab.depth.geometry.measurement import FAMILY_PREFIX, _member
 
 __all__ = ["CHAPTER", "EDGE_MIN_LAYERS", "DH_MIN_LAYERS", "EDGE_PAPER", "EDGE_BLOCK",
            "edge_units", "assess_edges", "family_monotone", "depth_buys_loss", "family_depths",
-           "with_family_precondition",
+           "with_family_precondition", "one_family_unit",
            "inverse_depth_unit", "assess_inverse_depth", "weak_correlation_units",
            "assess_weak_correlation", "assess"]
 
@@ -64,16 +64,52 @@ def family_depths(names: Iterable[str]) -> list[int]:
     return sorted({_member(str(n))[0] for n in names if str(n).startswith(FAMILY_PREFIX)})
 
 
+def _envelope(estimates: list[Estimate | None]) -> Estimate | None:
+    """The members' estimates as one: the median point, the lowest lower and highest upper end
+    (their spread is the interval); None if any member was not measured."""
+    if not estimates or any(e is None for e in estimates):
+        return None
+    return Estimate(float(np.median([e.point for e in estimates])),
+                    min(e.lo for e in estimates), max(e.hi for e in estimates))
+
+
+def one_family_unit(units: list) -> list:
+    """The family's members as one unit (VERDICTS.md §2 [rev]: seeds and depths of one tiny
+    family are one unit, their spread its interval, not several votes): primary, control and
+    each secondary the envelope of the members'; a member's failed precondition fails it."""
+    members = [u for u in units if u.name.startswith(FAMILY_PREFIX)]
+    if len(members) < 2:
+        return units
+    pre = "; ".join(sorted({f"{u.name}: {u.precondition}" for u in members if u.precondition}))
+    names = [n for n in members[0].secondary if all(n in u.secondary for u in members)]
+    family = Unit(
+        name=f"family ({', '.join(u.name.split('-', 1)[1] for u in members)})",
+        primary=_envelope([u.primary for u in members]), precondition=pre or None,
+        control=_envelope([u.control for u in members]) if all(
+            u.control is not None for u in members) else None,
+        secondary={n: _envelope([u.secondary[n] for u in members]) for n in names})
+    others = [u for u in units if not u.name.startswith(FAMILY_PREFIX)]
+    return [*others, family]
+
+
 def with_family_precondition(units: list, losses: pd.DataFrame | None) -> list:
-    """The family's precondition (`depth_buys_loss`, on the depths these units use) on every
-    family unit: a precondition on a kind of unit holds for every claim that uses it."""
+    """The family's precondition (`depth_buys_loss`, on the depths these units use) on the
+    family's unit (`one_family_unit`: its members are one unit, not several votes): a
+    precondition on a kind of unit holds for every claim that uses it."""
     depths = family_depths(u.name for u in units)
     pre = depth_buys_loss(losses, depths) if depths else None
-    if pre is None:
+    if pre is not None:
+        # the family's reason first: it holds whatever this member measured
+        units = [replace(u, precondition=pre + (f"; and {u.precondition}" if u.precondition
+                                                 else ""))
+                 if u.name.startswith(FAMILY_PREFIX) else u for u in units]
+        members = [u for u in units if u.name.startswith(FAMILY_PREFIX)]
+        if len(members) > 1:  # one reason for the one unit, not one per member
+            family = one_family_unit([replace(u, precondition=None) for u in members])[-1]
+            return [u for u in units if not u.name.startswith(FAMILY_PREFIX)] + [
+                replace(family, precondition=pre)]
         return units
-    # the family's reason first: it holds whatever this member measured
-    return [replace(u, precondition=pre + (f"; and {u.precondition}" if u.precondition else ""))
-            if u.name.startswith(FAMILY_PREFIX) else u for u in units]
+    return one_family_unit(units)
 
 
 def _edge_row(table: pd.DataFrame, stat: str, model: str):
@@ -137,7 +173,7 @@ def assess_edges(table: pd.DataFrame, setting: str, losses: pd.DataFrame | None 
     units = edge_units(table, losses)
     pre = {u.name: u.precondition for u in units if u.precondition}
     ours = "; ".join(_edge_words(table, m) for m in models) or "no model with ≥ 8 blocks"
-    family = next((pre[m] for m in models if m.startswith(FAMILY_PREFIX) and m in pre), None)
+    family = next((p for n, p in pre.items() if n.startswith("family")), None)
     if family:
         ours += f"; the family's units: {family}"
 
@@ -304,12 +340,13 @@ def assess_weak_correlation(table: pd.DataFrame, slopes: dict[str, dict], settin
     pos = {u.name: u.control for u in units if u.control is not None}
     t, u, d = slopes["trained"], slopes["untrained"], slopes["difference"]
     ours = "; ".join(f"{r.model}: {_text(_iv(r, 'trained'))} rad (untrained "
-                     f"{_iv(r, 'untrained')[0]:.2f}; smooth stream {pos[r.model].point:.2f})"
-                     for r in rows.itertuples() if r.model in pos)
+                     f"{_iv(r, 'untrained')[0]:.2f}"
+                     + (f"; smooth stream {pos[r.model].point:.2f})" if r.model in pos else ")")
+                     for r in rows.itertuples())
     ours += (f"; family slope of θ(Δh) on ℓ {t['slope']:.2f} [{t['lo']:.2f}, {t['hi']:.2f}], "
              f"untrained {u['slope']:.2f} [{u['lo']:.2f}, {u['hi']:.2f}] (procedural: −1)")
     family = next((x.precondition for x in units
-                   if x.name.startswith(FAMILY_PREFIX) and x.precondition), None)
+                   if x.name.startswith("family") and x.precondition), None)
     if family:
         ours += f"; the family's units: {family}"
     return _decided(
