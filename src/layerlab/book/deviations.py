@@ -266,6 +266,22 @@ REVISED: dict[str, str] = {
                                      "the band is no longer a failed precondition (it hid the "
                                      "decided one-sided part); it straddles the band, as for "
                                      "P1-C7.",
+    "P1-A1-edges-rotate": "The primary is now the edge ratio in P1's convention (the last "
+                          "angle on the state Hugging Face returns, after the final norm); the "
+                          "block-only reading, which alone flipped Gemma, is shown beside. The "
+                          "depth family is one unit (its seeds and depths were votes), and it "
+                          "must show that depth buys loss beyond seed noise over the depths the "
+                          "claim reads (a precondition per kind of unit, VERDICTS.md §2 [rev]); "
+                          "on the cpu profile its paper-convention angle is not measured, as that "
+                          "precondition fails.",
+    "P1-A2-update-inverse-depth": "The family's precondition is judged on the members its slope "
+                                  "fits (d ≥ 4), not through d2, which it leaves out; the "
+                                  "untrained twins' slope, the negative control, is named in the "
+                                  "verdict line.",
+    "P1-A3-weak-update-correlation": "As P1-A1: the family is one unit with the precondition "
+                                     "per kind.",
+    "P1-A4-no-early-stopping": "As P1-A1: the family is one unit with the precondition per "
+                               "kind.",
     "P1-D1-independent-teacher": "The interval was a t interval over one sweep's 4–5 student "
                                  "depths (it measured the fit's curvature); it is now over "
                                  "teacher seeds, each seed's α_ℓ fitted over depths ≥ 4. A "
