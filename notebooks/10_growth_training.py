@@ -147,7 +147,8 @@ growth.comparison(cv).round(3)
 # measured instead as CPU-seconds, the process time of the optimizer steps alone (one torch
 # thread; evaluation and checkpoints left out), and as training FLOPs counted from each arm's
 # program. The runs recorded before CPU-seconds were counted were trained once more, from the
-# same seed, only to time them; the last column shows that the rerun ends at the same loss.
+# same seed, only to time them; "rerun − run final loss" shows how far a rerun ends from its run
+# (float32 kernels may move a few thousandths over hundreds of steps; the time is what is read).
 # Means over the verdict's seeds, shares of uniform's:
 
 # %%
