@@ -37,15 +37,19 @@
 # **Arms**, each with ≥ 3 seeds: uniform training for the paper's 656 steps; uniform training
 # with the same budget as GTT; GTT at **50 % of uniform's layer-steps**; **G_stack** (a 3-layer
 # model trained, stacked ×4, trained on — Du et al. 2024's depth stacking); and a **random
-# schedule**: GTT's program with the layer labels permuted, same budget, no anatomy.
+# schedule**: GTT's program with the layer labels permuted, same budget, no anatomy. In the
+# paper's regime two more arms run GTT's program at the paper's own step counts: **GTT at
+# uniform's 656 optimizer steps** (the summary's "identical training steps") and **the paper's
+# arm**, GTT at 416 of them ("50 % budget (416 steps)").
 #
 # **Two data regimes.** A loss of 0.127 nats is only reachable when the model memorises a small
 # set, so `memorise` trains and evaluates on the same 4,096-token slice of the King James Bible;
 # `natural` trains on Wikipedia and evaluates on held-out Wikipedia.
 #
 # **Budgets** are counted in optimizer steps, layer-steps (trainable layers × steps), tokens,
-# FLOPs (forward through all layers, backward only as far down as the lowest trainable layer)
-# and wall-clock; the chart lets you put any of them on the x axis.
+# FLOPs (forward through all layers, backward only as far down as the lowest trainable layer),
+# wall-clock and CPU-seconds (the process time of the optimizer steps, on one thread); the chart
+# lets you put any of the first four on the x axis.
 
 # %% tags=["remove-cell"]
 # Colab setup (hidden on the site; written by `make sync` from layerlab/book/colab.py): clone the
@@ -137,11 +141,30 @@ plots.growth_curves(growth.bands(cv))
 growth.comparison(cv).round(3)
 
 # %% [markdown]
+# ## Time: CPU-seconds and FLOPs
+#
+# This machine is shared, so wall-clock says as much about other work as about an arm. Time is
+# measured instead as CPU-seconds, the process time of the optimizer steps alone (one torch
+# thread; evaluation and checkpoints left out), and as training FLOPs counted from each arm's
+# program. The runs recorded before CPU-seconds were counted were trained once more, from the
+# same seed, only to time them; "rerun − run final loss" shows how far a rerun ends from its run
+# (float32 kernels may move a few thousandths over hundreds of steps; the time is what is read).
+# Means over the verdict's seeds, shares of uniform's:
+
+# %%
+growth.timing(tuned.runs, cfg, tuned.reruns).round(3)
+
+# %% [markdown]
 # ## Verdict
 #
-# Each claim was declared before its numbers were read and is decided by the one procedure of
-# [How the verdicts are decided](../decisions.md): the table gives its band and control and the
-# step that decided it; that page quotes the paper and gives the reason for each band.
+# Each claim is decided by the one procedure of [How the verdicts are decided](../decisions.md)
+# on the arm its words describe: "4.7× lower loss" and "13 % faster" on GTT at uniform's
+# optimizer steps (the summary's "identical training steps"), "faster" in CPU-seconds; "50 %
+# budget" on both readings (GTT at half of uniform's layer-steps, and the paper's 416-step arm);
+# "~54 % cost reduction" in FLOPs on the paper's 416-step arm, with "without sacrificing quality"
+# as its secondary. The table gives each band and the step that decided it; that page quotes the
+# paper and gives the reason for each band; the deviations page names the C6 rules changed after
+# their data had been read.
 
 # %%
 setting = (f"profile {profile.name}: {cfg.layers}-layer Llama-style model, d = {cfg.width}, "
@@ -170,11 +193,16 @@ beside.growth(profile, cv)
 #
 # - **Budget.** "50 % budget" is read as 50 % of uniform training's layer-steps; with frozen
 #   layers still in the forward pass, GTT then takes *more* optimizer steps and tokens than
-#   uniform training, and its FLOP and wall-clock savings are far smaller than 50 %. The paper's
-#   "416 vs 656 steps" suggests it counted steps instead; both measures are in the table.
+#   uniform training, and its FLOP and CPU-second savings are far smaller than 50 %. The paper's
+#   "416 vs 656 steps" suggests it counted steps instead: its own arm is run too, and both
+#   readings decide the half-budget claim.
 # - **"~54 % cost reduction"** is not defined in the paper. We report it as 1 − GTT/uniform
-#   FLOPs. It coincides with G_stack's published 54.6 % speed-up, a coincidence or a borrowed
-#   figure.
+#   FLOPs of the arm that spends less, the paper's 416-step arm, and hold it to the summary's
+#   "without sacrificing quality". It coincides with G_stack's published 54.6 % speed-up, a
+#   coincidence or a borrowed figure.
+# - **Time.** The paper's 13 % is a training time on its own machine. Ours is CPU-seconds on one
+#   thread (wall-clock on a machine shared with other work is not a measurement), with FLOPs
+#   beside.
 # - **Vocabulary.** On two CPU cores the `cpu` profile uses a byte-level vocabulary (257 tokens):
 #   the paper's twelve 262k-parameter blocks without its 6.4 M-parameter embedding. The model with
 #   SmolLM2's tokenizer (9.44 M parameters) costs several times more per step (its 49k-token head

@@ -179,13 +179,16 @@ class GrowthTuning(_Settings):
     config's lr, `search_seed`) on memorised sets of each size in `sizes`; the size whose final
     loss is nearest `target` is kept. There every arm runs each lr of `lrs` with `search_seed`;
     the lowest final loss picks the arm's lr, and `seeds` (not the search seed: the choice is
-    not judged on the run that made it) give the verdict."""
+    not judged on the run that made it) give the verdict. `timed`: the verdict's runs recorded
+    before CPU-seconds were counted are trained once more to time them (on a CPU; a GPU's
+    runs have no CPU-seconds to measure)."""
 
     sizes: tuple[int, ...] = (16_384, 65_536, 262_144)
     target: float = paper.P2_GROWTH.value["uniform"]
     lrs: tuple[float, ...] = (3e-4, 1e-3, 3e-3)
     search_seed: int = 0
     seeds: tuple[int, ...] = (1, 2, 3)
+    timed: bool = False
 
     def validate(self) -> None:
         _check(len(self.sizes) > 0 and min(self.sizes) > 0, f"bad sizes {self.sizes}")

@@ -9,20 +9,23 @@ never-trained anti-layers by 0.9.
 
 Budgets are counted per optimizer step in layer-steps (trainable layers), tokens, FLOPs (forward
 through every layer; backward activation gradients from the lowest trainable layer up; weight
-gradients only for trainable layers; attention-score FLOPs ignored) and wall-clock. Training
-checkpoints atomically; an interrupted arm resumes and ends with the same weights as an
-uninterrupted one.
+gradients only for trainable layers; attention-score FLOPs ignored), wall-clock and, on a CPU,
+CPU-seconds (process time of the optimizer steps). The claims read time as CPU-seconds and
+FLOPs; the verdict's runs recorded before CPU-seconds were counted are trained again to time
+them. Training checkpoints atomically; an interrupted arm resumes and ends with the same
+weights as an uninterrupted one.
 
 Used by chapter 10 (and the deviations page). One module per role, all re-exported here:
 `model` (the model, its tokenizer, the operations and FLOPs), `arms` (the anatomy and every
 arm's program), `train` (data and the training of one arm), `experiment` (the cached runs:
-every regime × seed × arm, and the paper's regime by search and lr grid), `display` (curves,
-bands, finals, the comparison with uniform, program table, vocabulary cost) and `rules` (the
-four C6 claims).
+every regime × seed × arm, the paper's regime by search and lr grid, and the timing reruns),
+`display` (curves, bands, finals, the comparison with uniform, time and FLOPs, program table,
+vocabulary cost) and `rules` (the four C6 claims, each on the arm its words describe).
 """
 
 from layerlab.anatomy.growth.arms import (
     GTT_PHASES,
+    IDENTICAL_ARM,
     PAPER_ARM,
     PAPER_STEP_SHARE,
     Anatomy,
@@ -30,6 +33,7 @@ from layerlab.anatomy.growth.arms import (
     Segment,
     gstack_program,
     gtt_program,
+    program_flops,
     programs,
     proportional_anatomy,
     random_program,
@@ -45,10 +49,12 @@ from layerlab.anatomy.growth.display import (
     finals,
     program_table,
     seeds,
+    timing,
     vocab_cost,
 )
 from layerlab.anatomy.growth.experiment import (
     ARMS,
+    TIMED,
     TUNED,
     TunedResult,
     best_lrs,
@@ -57,7 +63,11 @@ from layerlab.anatomy.growth.experiment import (
     lr_grid,
     run,
     search,
+    timed,
+    timed_items,
     tuned,
+    verdict_items,
+    with_cpu_seconds,
 )
 from layerlab.anatomy.growth.model import (
     TOKENIZER_ENV,
@@ -73,9 +83,12 @@ from layerlab.anatomy.growth.model import (
     tokenizer_for,
 )
 from layerlab.anatomy.growth.rules import (
+    ARM_BUDGETS,
     BUDGET_ROUNDING,
     CHAPTER,
+    CLAIM_ARMS,
     HALF_BUDGET,
+    QUALITY,
     assess,
     assess_cost,
     assess_faster,
@@ -96,16 +109,17 @@ __all__ = [
     # arms
     "Anatomy", "proportional_anatomy", "Segment", "Program", "GTT_PHASES", "gtt_program",
     "random_program", "uniform_program", "gstack_program", "PAPER_ARM", "PAPER_STEP_SHARE",
-    "programs",
+    "IDENTICAL_ARM", "programs", "program_flops",
     # train
     "data", "folder", "train_arm", "final_weights",
     # experiment
-    "config_for", "run", "ARMS", "TUNED", "search", "chosen_size", "lr_grid", "best_lrs", "tuned", "TunedResult",
+    "config_for", "run", "ARMS", "TUNED", "search", "chosen_size", "lr_grid", "best_lrs", "tuned",
+    "TunedResult", "verdict_items", "TIMED", "timed", "timed_items", "with_cpu_seconds",
     # display
     "MEASURES", "PAPER", "curves", "bands", "finals", "comparison", "program_table", "vocab_cost",
-    "seeds", "describe",
+    "seeds", "describe", "timing",
     # rules
-    "CHAPTER", "HALF_BUDGET", "BUDGET_ROUNDING", "paired", "t_interval", "unit_for",
+    "CHAPTER", "HALF_BUDGET", "BUDGET_ROUNDING", "CLAIM_ARMS", "ARM_BUDGETS", "QUALITY", "paired", "t_interval", "unit_for",
     "paper_arm_unit", "assess_ratio", "assess_half_budget", "assess_faster", "assess_cost",
     "assess",
 ]

@@ -1,6 +1,7 @@
 """Chapter 10's arms as programs: P2's Growth Transformer Training (GTT, research/paper2.md §9),
 uniform training at full and at GTT's budget, G_stack depth stacking, GTT with random layer
-labels and the paper's own GTT arm, each a list of segments under one budget accounting.
+labels, the paper's own GTT arm (63 % of uniform's optimizer steps) and GTT at uniform's
+optimizer steps (the paper's "identical training steps"), each a list of segments under one budget accounting.
 
 A segment trains a set of layers for some optimizer steps (the embedding and final norm train
 in every segment) and may start with an operation: `clone` (GTT's growth: layers initialised
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from layerlab import paper
+from layerlab.anatomy.growth.model import step_flops
 from layerlab.settings import GrowthConfig
 
 
@@ -107,9 +109,11 @@ def _nearest(target: int, sources: tuple[int, ...]) -> int:
 
 
 def gtt_program(cfg: GrowthConfig, a: Anatomy, arm: str = "gtt",
-                steps: int | None = None) -> Program:
+                steps: int | None = None, exact: bool = False) -> Program:
     """GTT's six phases, with optimizer steps sized so layer-steps = budget × uniform's; or,
-    given `steps`, so that the phases add up to that many optimizer steps (the paper's arm)."""
+    given `steps`, so that the phases add up to that many optimizer steps (the paper's arm:
+    each phase's share rounded, so within a few steps of it). `exact`: the last phase takes
+    up the rounding, so the phases add up to exactly `steps` (the identical-steps arm)."""
     n = cfg.layers
     sets = [(name, _phase_layers(which, a, n), share) for name, which, share in GTT_PHASES]
     if steps is None:
@@ -119,6 +123,11 @@ def gtt_program(cfg: GrowthConfig, a: Anatomy, arm: str = "gtt",
         total = steps / sum(share for _, _, share in sets)
     segs = tuple(Segment(name, layers, max(1, round(share * total)),
                          op="clone" if name == "growth" else None) for name, layers, share in sets)
+    if exact and steps is not None:
+        rest = steps - sum(s.steps for s in segs[:-1])
+        if rest < 1:
+            raise ValueError(f"{steps} steps are too few for GTT's {len(segs)} phases")
+        segs = (*segs[:-1], dataclasses.replace(segs[-1], steps=rest))
     clone = tuple((t, _nearest(t, a.core)) for t in a.connective)
     return Program(arm, segs, final_scale=a.anti, clone_from=clone)
 
@@ -165,6 +174,9 @@ def gstack_program(cfg: GrowthConfig, small: int = 3) -> Program:
 # reads "50 %" as layer-steps instead (more optimizer steps than uniform); both are run.
 PAPER_ARM = "gtt, paper's steps"
 PAPER_STEP_SHARE = paper.P2_GROWTH_STEPS.value["gtt"] / paper.P2_GROWTH_STEPS.value["uniform"]
+# The arm of "4.7× lower loss ... in identical training steps" and "13 % faster": GTT's program
+# at exactly uniform's optimizer steps (same tokens; fewer layers trained in most steps).
+IDENTICAL_ARM = "gtt, uniform's steps"
 
 
 def programs(cfg: GrowthConfig, seed: int) -> dict[str, Program]:
@@ -175,4 +187,13 @@ def programs(cfg: GrowthConfig, seed: int) -> dict[str, Program]:
             "gtt": gtt_program(cfg, a), "G_stack": gstack_program(cfg),
             "random schedule": random_program(cfg, a, seed),
             PAPER_ARM: gtt_program(cfg, a, arm=PAPER_ARM,
-                                   steps=max(1, round(PAPER_STEP_SHARE * cfg.uniform_steps)))}
+                                   steps=max(1, round(PAPER_STEP_SHARE * cfg.uniform_steps))),
+            IDENTICAL_ARM: gtt_program(cfg, a, arm=IDENTICAL_ARM, steps=cfg.uniform_steps,
+                                       exact=True)}
+
+
+def program_flops(prog: Program, cfg: GrowthConfig, vocab: int) -> float:
+    """Training FLOPs of a whole program, counted analytically from its segments (each step as
+    `model.step_flops` counts it): what an arm's curve accumulates, known without training."""
+    return float(sum(seg.steps * step_flops(cfg, vocab, seg.model_layers, seg.trainable)
+                     for seg in prog.segments))

@@ -3,7 +3,7 @@ seeds, each arm against uniform (`comparison`, which the claims also read), the 
 programs, the cost of SmolLM2's vocabulary and the settings line for provenance.
 
 Budgets are compared in every measure of the curves (`MEASURES`): optimizer steps,
-layer-steps, tokens, FLOPs and wall-clock.
+layer-steps, tokens, FLOPs, wall-clock and CPU-seconds (NaN for a run never timed in them).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from layerlab import models, paper
-from layerlab.anatomy.growth.arms import programs
+from layerlab.anatomy.growth.arms import program_flops, programs
 from layerlab.anatomy.growth.model import step_flops
 from layerlab.settings import GrowthConfig, GrowthSettings
 
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-MEASURES = ("step", "layer_steps", "tokens", "flops", "seconds")
+MEASURES = ("step", "layer_steps", "tokens", "flops", "seconds", "cpu_seconds")
 PAPER = paper.P2_GROWTH.value
 
 
@@ -32,7 +32,13 @@ def curves(runs: dict[str, dict[str, Any]]) -> "pd.DataFrame":
     for name, r in runs.items():
         regime, seed = name.split("-s")[0], int(name.split("-s")[1].split("-")[0])
         rows += [{"regime": regime, "seed": seed, "arm": r["arm"], **c} for c in r["curve"]]
-    return pd.DataFrame(rows)
+    df = pd.DataFrame(rows)
+    for m in MEASURES:  # a run recorded before a measure was counted: NaN, not a missing column
+        if m not in df.columns:
+            df[m] = float("nan")
+    if len(df):
+        df["cpu_seconds"] = df["cpu_seconds"].astype(float)  # None (a GPU run) becomes NaN
+    return df
 
 
 def bands(cv: "pd.DataFrame") -> "pd.DataFrame":
@@ -79,6 +85,37 @@ def comparison(cv: "pd.DataFrame") -> "pd.DataFrame":
                     float(hit["flops"].iloc[0] / uni["flops"]) if len(hit) else float("nan"),
             })
     return pd.DataFrame(rows)
+
+
+def timing(runs: dict[str, dict[str, Any]], cfg: GrowthConfig,
+           reruns: dict[str, dict[str, Any]] | None = None) -> "pd.DataFrame":
+    """Per arm (mean over seeds): optimizer steps, training FLOPs (counted analytically from
+    the arm's program, and as the run counted them), CPU-seconds and wall-clock seconds, each
+    also as a share of uniform's; with the timing `reruns`, how far a rerun's final loss lies
+    from its run's (the rerun trains the same program from the same seed)."""
+    import pandas as pd
+
+    vocab = len(models.byte_tokenizer()) if cfg.tokenizer == "byte" else 49_152
+    rows = []
+    for name, r in runs.items():
+        seed = int(name.split("-s")[1].split("-")[0])
+        # by the name the run records (the key of `programs` may differ: "uniform same budget")
+        prog = {pr.arm: pr for pr in programs(cfg, seed).values()}[r["arm"]]
+        last = r["curve"][-1]
+        cpu = last.get("cpu_seconds")
+        row = {"arm": r["arm"], "seed": seed, "steps": prog.steps,
+               "FLOPs (program)": program_flops(prog, cfg, vocab), "FLOPs (run)": last["flops"],
+               "CPU-seconds": float("nan") if cpu is None else cpu,
+               "wall-clock seconds": last["seconds"]}
+        if reruns is not None:
+            again = reruns.get(name)
+            row["rerun − run final loss"] = (again["final_val_loss"] - r["final_val_loss"]
+                                             if again else float("nan"))
+        rows.append(row)
+    t = pd.DataFrame(rows).groupby("arm").mean(numeric_only=True).drop(columns="seed")
+    for col in ("FLOPs (program)", "CPU-seconds", "wall-clock seconds"):
+        t[f"{col} share"] = t[col] / t.loc["uniform", col] if "uniform" in t.index else float("nan")
+    return t.reset_index()
 
 
 def program_table(cfg: GrowthConfig, seed: int = 0) -> "pd.DataFrame":

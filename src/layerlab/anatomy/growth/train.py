@@ -2,13 +2,16 @@
 that runs a program on the shared `training.Run` and the checkpoint folder.
 
 The curve counts every budget measure per optimizer step: layer-steps (trainable layers),
-tokens, FLOPs (`model.step_flops`) and wall-clock (training time only). Training checkpoints
+tokens, FLOPs (`model.step_flops`), wall-clock (training time only) and, on the CPU,
+CPU-seconds: the process time of the optimizer steps alone (`time.process_time`), which other
+work on a shared machine moves far less than wall-clock. Training checkpoints
 atomically; an interrupted arm resumes and ends with the same weights as an uninterrupted one.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import time
 from pathlib import Path
 from typing import Any
 
@@ -62,19 +65,27 @@ def _segment_at(prog: Program, step: int) -> tuple[int, Segment]:
 
 
 def train_arm(prog: Program, cfg: GrowthConfig, tok, *, progress: bool = True,
-              stop_after: int | None = None, device: str | None = None) -> dict[str, Any]:
+              stop_after: int | None = None, device: str | None = None,
+              checkpoints: Path | None = None) -> dict[str, Any]:
     """Run one program (resuming from its checkpoint); the curve holds every budget measure.
-    Trains on the GPU when there is one (`device` overrides); the checkpoint is device-free."""
+    Trains on the GPU when there is one (`device` overrides); the checkpoint is device-free.
+    `checkpoints`: the folder of the checkpoint (default `folder(cfg)`; a rerun that must not
+    resume from the first run's checkpoint names another)."""
     device = device or models.default_device()
     vocab = len(tok)
     batches, val = data(cfg, tok, prog.steps)
     first = prog.segments[0].model_layers
-    run = training.Run(folder(cfg) / f"{results.slug(prog.arm)}.ckpt", prog.steps, desc=prog.arm,
+    where = checkpoints or folder(cfg)
+    run = training.Run(where / f"{results.slug(prog.arm)}.ckpt", prog.steps, desc=prog.arm,
                        progress=progress, stop_after=stop_after,
                        counters={"layer_steps": 0, "tokens": 0, "flops": 0.0,
-                                 "model_layers": first, "finished": False})
+                                 "cpu_seconds": 0.0, "model_layers": first, "finished": False})
     saved = run.saved()
     count = run.state.counters
+    # a checkpoint written before CPU-seconds were counted cannot say what its steps took
+    count.setdefault("cpu_seconds", float("nan"))
+    # process time measures the training on a CPU only; on a GPU it is the host's share: None
+    on_cpu = torch.device(device).type == "cpu"
     # a run stopped after a stack resumes at the stacked depth
     model = build(cfg, vocab, count["model_layers"]).to(device)
     opt = training.adamw(model.parameters(), cfg.lr, cfg.weight_decay)
@@ -83,8 +94,10 @@ def train_arm(prog: Program, cfg: GrowthConfig, tok, *, progress: bool = True,
         opt.load_state_dict(saved["opt"])
     if not run.state.curve:
         run.log({"step": 0, "layer_steps": 0, "tokens": 0, "flops": 0.0, "seconds": 0.0,
+                 "cpu_seconds": 0.0 if on_cpu else None,
                  "val_loss": training.mean_loss(model, val)})
     for step in run.steps():
+        started = time.process_time()
         seg_start, seg = _segment_at(prog, step)
         if step == seg_start and seg.op == "stack":
             big = build(cfg, vocab, seg.model_layers).to(device)
@@ -98,6 +111,8 @@ def train_arm(prog: Program, cfg: GrowthConfig, tok, *, progress: bool = True,
         model.train()
         loss = training.step(model, opt, batches[step].to(device),
                              lr=training.warmup_cosine(step, prog.steps, cfg.lr, cfg.warmup))
+        # the step's operation, forward, backward and update: no evaluation, no checkpoint
+        count["cpu_seconds"] += time.process_time() - started
         done = step + 1
         count["layer_steps"] += len(seg.trainable)
         count["tokens"] += cfg.batch_size * cfg.seq_len
@@ -110,7 +125,9 @@ def train_arm(prog: Program, cfg: GrowthConfig, tok, *, progress: bool = True,
             with run.untimed():  # the curve's seconds are training time only
                 run.log({"step": done, "layer_steps": count["layer_steps"],
                          "tokens": count["tokens"], "flops": count["flops"],
-                         "seconds": run.state.seconds, "train_loss": loss.item(),
+                         "seconds": run.state.seconds,
+                         "cpu_seconds": count["cpu_seconds"] if on_cpu else None,
+                         "train_loss": loss.item(),
                          "val_loss": training.mean_loss(model, val), "phase": seg.name})
         if run.due(done, cfg.checkpoint_every):
             count["finished"] = last

@@ -41,7 +41,7 @@ PALETTE: dict[str, str] = {
     "E0": "#439894", "E1": "#b79a20",
     # chapter 10: growth arms (uniform in blues, GTT in oranges)
     "uniform": "#4c78a8", "uniform same budget": "#9ecae9", "uniform 50% budget": "#9ecae9",
-    "gtt": "#f58518", "gtt, paper's steps": "#ffbf79",
+    "gtt": "#f58518", "gtt, paper's steps": "#ffbf79", "gtt, uniform's steps": "#b85a0d",
     "G_stack": "#54a24b", "random schedule": "#79706e",
 }
 # for names PALETTE does not know: the category colours it does not use, in the order given
