@@ -253,14 +253,18 @@ def test_smoke_pipeline_runs_caches_and_resumes(smoke_lab, monkeypatch):
 def test_untrained_twin_map_is_the_layer_claims_control(smoke_lab, monkeypatch):
     res = importance.run(smoke_lab, untrained=True)
     twin, cfg = res.untrained, smoke_lab.cfg
-    assert len(twin) == len(cfg.map_methods) * len(importance.UNTRAINED_METHODS) * cfg.n_layers
-    assert set(twin["method"]) == set(importance.UNTRAINED_METHODS) and twin["class"].notna().all()
+    # every set: both operations where per-layer sweeps are cheap, neighbour averaging elsewhere
+    assert len(twin) == sum(len(importance.untrained_methods(smoke_lab, s))
+                            for s in cfg.map_methods) * cfg.n_layers
+    assert set(twin["set"]) == set(cfg.map_methods)
+    assert set(twin["method"]) <= set(importance.UNTRAINED_METHODS) and twin["class"].notna().all()
     assert not twin[["deg", "lo", "hi"]].equals(res.table[["deg", "lo", "hi"]].iloc[:len(twin)])
     # cached like the map: a fresh lab computes nothing
     again = Lab(profiles.get("smoke"), progress=False)
     monkeypatch.setattr(importance.experiment.models, "untrained_twin",
                         lambda *a, **k: pytest.fail("recomputed the untrained map"))
-    pd.testing.assert_frame_equal(importance.untrained_map(again), twin)
+    pd.testing.assert_frame_equal(pd.concat([importance.untrained_map(again, sets=(s,))
+                                             for s in cfg.map_methods], ignore_index=True), twin)
 
 
 def test_only_experiments_that_read_e1_key_its_documents(smoke_lab):

@@ -26,6 +26,7 @@ from layerlab.anatomy.importance.experiment import (
     run_map,
     similarity,
     untrained_map,
+    untrained_methods,
 )
 from layerlab.anatomy.importance.measurement import (
     CONNECTIVE_MAX,
@@ -80,7 +81,7 @@ __all__ = [
     "degradation_table", "classify", "inner", "range_statistic", "layer_similarity", "anchors",
     "with_classes",
     # experiment
-    "run_map", "similarity", "ImportanceResult", "run", "UNTRAINED_METHODS", "untrained_map",
+    "run_map", "similarity", "ImportanceResult", "run", "UNTRAINED_METHODS", "untrained_map", "untrained_methods",
     # rules
     "CHAPTER", "PAPER_CORE", "PAPER_PEAK", "PAPER_ANTI", "PAPER_LAYERS", "LAYER_CLAIMS",
     "CORE_OPERATIONS", "ESTIMATE_COLUMNS", "layer_estimate", "kth_largest", "log10_estimate",
