@@ -333,7 +333,8 @@ def test_scaling_rule():
     harmful = others(1e5, 300.0)
     assert rules.scaling(sweep(3.0, 1.0, 5.0), [3], twin, harmful)["verdict"] == R
     assert rules.scaling(sweep(45.0, 40.0, 50.0), [3], twin, harmful)["verdict"] == N
-    assert rules.scaling(sweep(25.0, 20.0, 35.0), [3], twin, harmful)["verdict"] == T
+    # straddling 30 %: the decided part (the others harmful) is named (VERDICTS.md §2 [rev])
+    assert rules.scaling(sweep(25.0, 20.0, 35.0), [3], twin, harmful)["verdict"] == P
     # the other strategies moved as far as ×0.9 moves the weights are benign too
     assert rules.scaling(sweep(3.0, 1.0, 5.0), [3], twin, others(1e5, 3.0))["verdict"] == D
     # stored before the report measured that control: a benign ×0.9 cannot be decided

@@ -62,8 +62,9 @@ def test_an_edited_checkpoint_is_measured_again(tmp_path, monkeypatch):
 
     monkeypatch.setattr(Evaluator, "evaluate", counting)
     second = build(str(ckpt), tmp_path / "r", settings=SMALL, progress=False)
-    # every step computed again: the map, the sweep, and the untrained twin's map and ×0.9
-    assert calls["n"] == 2 * 4 + len(SMALL.alphas) + 2 * 4 + 1
+    # every step computed again: the map, the sweep, the untrained twin's map and ×0.9, and
+    # chapter 06's strategies on S (four at full strength, three at ×0.9's size)
+    assert calls["n"] == 2 * 4 + len(SMALL.alphas) + 2 * 4 + 1 + 4 + 3
     assert second["p2"]["base_ppl"] != first["p2"]["base_ppl"]
     assert second["p2"]["importance"] != first["p2"]["importance"]
     assert second["p1"]["per_layer"]["trained"] != first["p1"]["per_layer"]["trained"]
