@@ -61,6 +61,7 @@ SCHEMAS: dict[str, tuple[int, tuple[str, ...]]] = {
     "recovery": (1, ("e0", "corpora")),
     "stand_in_precision": (1, ("e0", "corpora")),
     "stand_in_precision_error": (1, ()),
+    "stand_in_precision_map": (1, ("e0", "corpora")),
     "growth": (1, ("corpora",)),
     "growth_tuning": (1, ("corpora",)),
     "growth_timing": (1, ("corpora",)),  # chapter 10's verdict runs trained again, for CPU-seconds
