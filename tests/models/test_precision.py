@@ -130,3 +130,29 @@ def dataclasses_replace(obj, **kw):
     import dataclasses
 
     return dataclasses.replace(obj, **kw)
+
+
+def test_the_copies_redo_chapter_05s_map_on_every_layer_and_restore_the_model():
+    """VERDICTS.md §4 [rev]: the copies cover every layer the layer claims read, on E0 with all
+    copies and on E1 with the ones `COPY_SEEDS` names; the model is restored afterwards."""
+    import torch
+
+    from layerlab.anatomy import importance
+
+    lab = Lab(profiles.get("smoke"), progress=False)
+    before = {k: v.clone() for k, v in lab.lm.model.state_dict().items()}
+    maps = precision.copy_maps(lab)
+    assert set(maps) == {f"dithered-s{s}" for s in precision.SEEDS}
+    for name, (table, ranges) in maps.items():
+        seed = int(name.removeprefix("dithered-s"))
+        sets = {s for s in precision.COPY_METHODS if seed in precision.COPY_SEEDS[s]}
+        assert set(table["set"]) == sets == set(ranges["set"])
+        e0 = table[(table["set"] == "E0") & (table["method"] == "neighbour_average")]
+        assert sorted(e0["layer"]) == list(range(lab.n_layers))
+    after = lab.lm.model.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)
+    # the copies move the map: their base perplexity differs from the stand-in's
+    result = importance.run(lab)
+    stand_in = float(result.table.loc[result.table["set"] == "E0", "base_ppl"].iloc[0])
+    copies = {float(t.loc[t["set"] == "E0", "base_ppl"].iloc[0]) for t, _ in maps.values()}
+    assert stand_in not in copies
