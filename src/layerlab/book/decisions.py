@@ -33,12 +33,20 @@ the code), so what it says is what the code does.
 
 For each unit in a claim's scope (a model, an evaluation set, a grid of seeds), in order:
 
-1. **Precondition.** If what the test needs does not hold (training converged, the stand-in's
-   precision finer than the effect, the measurement made at all), the unit is *not testable at
-   this budget*, naming the precondition.
+1. **Precondition.** If what the test needs does not hold (training converged, the family shows
+   what depth buys beyond seed noise over the members the statistic uses, the stand-in's own
+   rounding does not carry the statistic across the band's edge, the measurement made at all),
+   the unit is *not testable at this budget*, naming the precondition. A precondition on a kind
+   of unit holds for every claim that uses that kind.
 2. **Primary against band.** The primary statistic's 95 % interval, resampled over the
    independent unit, is compared with the band derived from the paper's words: inside →
-   pass; disjoint → fail; straddling an edge → *not testable at this budget*.
+   pass; disjoint → fail. A number the paper states with an uncertainty and we refit on the
+   same data is compared as estimates: ours inside the paper's value ± its uncertainty and the
+   paper's value inside our interval → pass; our interval wholly outside → fail. An interval
+   straddling an edge decides nothing, but never hides the claim's decided parts: if its other
+   stated parts are decided, all passing → *partly reproduced*, some failing → *partly
+   reproduced* naming both, all failing → *not reproduced*; only when nothing is decided is the
+   unit *not testable at this budget*.
 3. **Control.** A claim that something is present whose *negative* control (an untrained twin,
    a shuffled or i.i.d. null) passes the same band too is *not diagnostic*. A claim that
    something is absent whose *positive* control (a system known to have the property) is not
@@ -49,7 +57,11 @@ For each unit in a claim's scope (a model, an evaluation set, a grid of seeds), 
 
 Across units: all agree → that verdict; reproduced or partly mixed with not reproduced →
 *partly reproduced*, naming the units; otherwise the most common verdict (a tie goes to the one
-that says least), the units listed. No other way of combining evidence exists in the code.
+that says least), the units listed. Units are independent evidence only when they are: the
+members of the depth family trained here are one unit, their spread its interval. A finding's
+verdict never upgrades its claims by majority: claims that disagree give *partly reproduced*
+when any holds, *not reproduced* when none holds and one fails, else *not testable*. No other
+way of combining evidence exists in the code.
 
 Bands come from the paper's words (a stated uncertainty is the paper's own interval; a number
 measured on the same data agrees to the precision printed; a number measured on a stand-in keeps
