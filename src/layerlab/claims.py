@@ -300,16 +300,23 @@ def decide(decl: Declaration, units: Sequence[Unit]) -> Decision:
 
 
 def across(verdicts: Mapping[str, str]) -> tuple[Verdict, str | None]:
-    """The cross-unit rule of VERDICTS.md §2, also used to give a finding one verdict from its
-    claims: unanimous → that verdict (step None); reproduced or partly mixed with not reproduced
-    → partly, naming the units; otherwise the most common verdict (a tie goes to the one that
-    says least), the units listed."""
+    """The cross-unit rule of VERDICTS.md §2: unanimous → that verdict (step None); units not
+    testable beside decided ones are set aside (listed, never outweighing a decided unit);
+    among the rest, reproduced or partly mixed with not reproduced → partly, naming the units;
+    otherwise the most common verdict (a tie goes to the one that says least), the units
+    listed."""
     if not verdicts:
         raise ValueError("no verdicts to combine")
     vs = [Verdict(v) for v in verdicts.values()]
     if len(set(vs)) == 1:
         return vs[0], None
     listed = "; ".join(f"{n}: {v}" for n, v in verdicts.items())
+    # an undecided unit carries no evidence: it never outweighs a decided one (VERDICTS.md §2
+    # [rev], as an undecided primary never hides a claim's decided parts); it stays listed
+    decided = {n: v for n, v in verdicts.items() if Verdict(v) is not NOT_TESTABLE}
+    if decided and len(decided) < len(verdicts):
+        verdict, _ = across(decided)
+        return verdict, f"across the decided units ({listed})"
     if NOT_REPRODUCED in vs and (REPRODUCED in vs or PARTLY in vs):
         return PARTLY, f"across units, mixed ({listed})"
     counts = Counter(vs)
@@ -485,6 +492,8 @@ _PLAIN = (
     ("secondary fails:", "the main number holds but another stated part fails:"),
     ("precondition:", "could not be tested:"),
     ("across units, mixed", "the units disagree (see the table)"),
+    ("across the decided units", "decided by the units that could be tested; the others could "
+                                 "not (see the table)"),
     ("across units, most common", "the units differ; most give this verdict (see the table)"),
 )
 

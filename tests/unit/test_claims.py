@@ -83,10 +83,18 @@ def test_across_units():
     assert decide(decl, [u("a", IN), u("b", IN)]).verdict is Verdict.REPRODUCED
     mixed = decide(decl, [u("a", IN), u("b", OUT), u("c", OUT)])
     assert mixed.verdict is Verdict.PARTLY and "b: not reproduced" in mixed.decided_by
+    # units that could not be tested never outweigh a decided one; they stay listed
     most = decide(decl, [u("a", EDGE), u("b", EDGE), u("c", OUT)])
-    assert most.verdict is Verdict.NOT_TESTABLE and most.decided_by.startswith("across units, most")
-    tie = decide(decl, [u("a", EDGE), u("b", OUT)])
-    assert tie.verdict is Verdict.NOT_TESTABLE  # a tie goes to the verdict that says least
+    assert most.verdict is Verdict.NOT_REPRODUCED
+    assert most.decided_by.startswith("across the decided units") and "a: not testable" in \
+        most.decided_by
+    partly = decide(decl, [u("a", EDGE), u("b", IN), u("c", OUT)])
+    assert partly.verdict is Verdict.PARTLY
+    sec = (Secondary(name="rest", statistic="share", band=Band(hi=0.3, reason="“< 30 %”")),)
+    tie = decide(_decl(secondary=sec), [
+        Unit(name="a", primary=IN, secondary={"rest": Estimate(0.1, 0.05, 0.2)}),
+        Unit(name="b", primary=IN, secondary={"rest": Estimate(0.5, 0.4, 0.6)})])
+    assert tie.verdict is Verdict.PARTLY  # reproduced beside partly: a tie says least
     assert set(mixed.units) == {"a", "b", "c"}
     with pytest.raises(ValueError, match="no units"):
         decide(decl, [])

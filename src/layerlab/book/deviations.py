@@ -321,6 +321,10 @@ def revised_section() -> str:
     rows = "\n".join(f"| {cid} | {cell(why)} |" for cid, why in REVISED.items())
     return f"""## Changed after the data had been seen (the 2026-12 revision)
 
+One rule changed for every claim with several units: a unit that could not be tested no
+longer outweighs a decided one in the cross-unit vote (a tie between them went to "not
+testable"); it carries no evidence, so it is listed beside the verdict of the decided units.
+
 A referee's review found places where the one decision procedure, applied faithfully, gave a
 verdict the evidence did not support; the revision of the procedure (VERDICTS.md, marked [rev])
 changed the following claims' band, primary statistic, precondition or stand-in check. Every
