@@ -301,7 +301,8 @@ def decide(decl: Declaration, units: Sequence[Unit]) -> Decision:
 
 def across(verdicts: Mapping[str, str]) -> tuple[Verdict, str | None]:
     """The cross-unit rule of VERDICTS.md §2: unanimous → that verdict (step None); units not
-    testable beside decided ones are set aside (listed, never outweighing a decided unit);
+    testable beside decided ones are set aside (listed, never outweighing a decided unit; the
+    decided ones reproducing then gives partly: the scope was not all tested);
     among the rest, reproduced or partly mixed with not reproduced → partly, naming the units;
     otherwise the most common verdict (a tie goes to the one that says least), the units
     listed."""
@@ -316,7 +317,9 @@ def across(verdicts: Mapping[str, str]) -> tuple[Verdict, str | None]:
     decided = {n: v for n, v in verdicts.items() if Verdict(v) is not NOT_TESTABLE}
     if decided and len(decided) < len(verdicts):
         verdict, _ = across(decided)
-        return verdict, f"across the decided units ({listed})"
+        # reproduced where it could be tested is not reproduced over the whole scope
+        return (PARTLY if verdict is REPRODUCED else verdict,
+                f"across the decided units ({listed})")
     if NOT_REPRODUCED in vs and (REPRODUCED in vs or PARTLY in vs):
         return PARTLY, f"across units, mixed ({listed})"
     counts = Counter(vs)

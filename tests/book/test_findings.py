@@ -43,6 +43,8 @@ def test_answer_sentences_follow_the_register():
     assert "Re-run" in p1 and "recipe re-run" in p1 and "Replicated (" not in p1
     assert "Not replicated" in p2 and "†" in p2 and "E0 perplexity 35.7" in p2
     assert "E0 perplexity" not in p1  # no P1 finding was measured on the stand-in
+    t3 = t.assign(verdict="partly reproduced", finding=["P1-C depth exponent", "P2-F0", "P2-F1"])
+    assert "Reanalysed, agreeing in part: depth exponent" in findings.answer_sentences(t3)[0]
     t2 = t.assign(verdict="reproduced", finding=["P1-F0", "P2-F0", "P2-F1"])
     text = " ".join(findings.answer_sentences(t2))
     assert "Replicated (" in text and "Re-run" not in text

@@ -90,6 +90,9 @@ def test_across_units():
         most.decided_by
     partly = decide(decl, [u("a", EDGE), u("b", IN), u("c", OUT)])
     assert partly.verdict is Verdict.PARTLY
+    # reproduced where tested, the rest untested: partly (the whole scope was not tested)
+    capped = decide(decl, [u("a", EDGE), u("b", IN), u("c", IN)])
+    assert capped.verdict is Verdict.PARTLY and "a: not testable" in capped.decided_by
     sec = (Secondary(name="rest", statistic="share", band=Band(hi=0.3, reason="“< 30 %”")),)
     tie = decide(_decl(secondary=sec), [
         Unit(name="a", primary=IN, secondary={"rest": Estimate(0.1, 0.05, 0.2)}),

@@ -56,7 +56,8 @@ For each unit in a claim's scope (a model, an evaluation set, a grid of seeds), 
    primary is *not reproduced*, its secondaries still shown.
 
 Across units: all agree → that verdict; a unit that could not be tested carries no evidence and
-never outweighs a decided one (it stays listed); among the decided units, reproduced or partly
+never outweighs a decided one (it stays listed, and decided units that all reproduce then give
+*partly reproduced*: the scope was not all tested); among the decided units, reproduced or partly
 mixed with not reproduced → *partly reproduced*, naming the units; otherwise the most common
 verdict (a tie goes to the one that says least), the units listed. Units are independent evidence only when they are: the
 members of the depth family trained here are one unit, their spread its interval. A finding's

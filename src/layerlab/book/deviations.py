@@ -304,6 +304,9 @@ REVISED: dict[str, str] = {
     "P1-D5-student-signatures": "D1–D4's convergence precondition now applies to the signature "
                                 "runs (4,000 steps, shorter than sweeps of the same setting "
                                 "already judged unconverged), with the interval over seeds.",
+    "P2-C6-cost": "The quality clause is now the primary and the saving its secondary: the "
+                  "saving of an arm that runs fewer steps holds by construction, so it cannot "
+                  "carry the claim (a referee's objection after the data had been seen).",
     "P2-C1-core": "The stand-in check counted movement away from the band's edge as a threat "
                   "(copies far above 100 % made it 'not testable'); it is now directional and "
                   "uses copies of the whole map on E0 and E1 (VERDICTS.md §4 [rev]). The same "
@@ -323,7 +326,8 @@ def revised_section() -> str:
 
 One rule changed for every claim with several units: a unit that could not be tested no
 longer outweighs a decided one in the cross-unit vote (a tie between them went to "not
-testable"); it carries no evidence, so it is listed beside the verdict of the decided units.
+testable"); it carries no evidence, so it is listed beside the verdict of the decided units,
+which is at most *partly reproduced* while part of the scope is untested.
 
 A referee's review found places where the one decision procedure, applied faithfully, gave a
 verdict the evidence did not support; the revision of the procedure (VERDICTS.md, marked [rev])

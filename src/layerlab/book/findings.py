@@ -86,6 +86,8 @@ def tally_html(t: pd.DataFrame) -> str:
 # replicated, and what was not decided are kept apart
 KINDS = (
     ("re-run", "Re-run (the authors' code on the authors' data gives their numbers)"),
+    ("reanalysed", "Reanalysed (our own fit to the authors' data agrees)"),
+    ("reanalysed in part", "Reanalysed, agreeing in part"),
     ("replicated", "Replicated (our own measurement, on other models, data or training runs, "
                    "agrees)"),
     ("partly", "Replicated in part"),
@@ -99,10 +101,16 @@ def _kind(finding: str, verdict: str) -> str:
     """A finding's headline kind: its verdict, with a re-run of the authors' own recipe on their
     own data kept apart from a replication."""
     v = claims.Verdict(verdict)
+    if finding in REANALYSED and v in (claims.REPRODUCED, claims.PARTLY):
+        return "reanalysed" if v is claims.REPRODUCED else "reanalysed in part"
     if v is claims.REPRODUCED:
         return "re-run" if "re-run" in finding else "replicated"
     return {claims.PARTLY: "partly", claims.NOT_REPRODUCED: "not replicated",
             claims.NOT_DIAGNOSTIC: "not diagnostic", claims.NOT_TESTABLE: "not decided"}[v]
+
+
+# findings whose evidence is our own fit to the authors' data: neither a re-run nor a replication
+REANALYSED = {"P1-C depth exponent"}
 
 
 def _words(finding: str) -> str:
@@ -118,8 +126,10 @@ def stand_in_distance(num: dict[str, dict[str, Any]]) -> str | None:
     if not d:
         return None
     lo, hi = d["copies"]
-    return (f"4-bit stand-in: E0 perplexity {d['stand-in']:.1f}; copies perturbed by as much as "
-            f"its rounding give {lo:.0f}–{hi:.0f}")
+    return (f"measured on the 4-bit stand-in, whose own rounding is not small: its E0 perplexity "
+            f"is {d['stand-in']:.1f}, and copies perturbed by as much again give {lo:.0f}–{hi:.0f}, "
+            "so a magnitude measured on it (a percent degradation, a perplexity) is uncertain "
+            "by about that much; the verdicts apply the copies where measured")
 
 
 def answer_sentences(t: pd.DataFrame, distance: str | None = None) -> list[str]:
@@ -224,8 +234,9 @@ def render_answer(profile: str = "cpu") -> str:
         "small models trained here, offline text). Each claim's band was derived from the "
         "paper's words by the rules of [How the verdicts are decided](decisions.md); the bands "
         "fixed after their data had been seen are named, with the reason, on "
-        "[the deviations page](deviations.md). The headline counts findings; a finding of "
-        "several claims is *partly* whenever its claims disagree.",
+        "[the deviations page](deviations.md). The headline counts findings; a finding whose "
+        "claims disagree is *in part* when any of them holds, *not replicated* when none holds "
+        "and one fails.",
         *answer_sentences(t, stand_in_distance(_numbers(profile))),
     ]
     if found:

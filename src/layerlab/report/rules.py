@@ -129,10 +129,12 @@ DECLARATIONS: dict[str, Declaration] = claims.index([
 
 # Why each row's answer can differ from the book's verdict on the same model, in a reader's words
 # (shown in the "vs the book" column; a row whose stored evidence falls short says so itself).
-_SAME = ("The book's own rule ({how}) on this report's text, of the model as loaded: only the "
-         "text can make it differ (and, where the book reads a 4-bit stand-in for the paper's "
-         "model, its stand-in precision check, which a row about the loaded model itself does "
-         "not need).")
+_SAME = ("The book's own rule ({how}) on this report's text, of the model as loaded: its "
+         "text and budget (a --quick report reads about 2,000 tokens) can make it differ; so "
+         "can the book's stand-in precision check, where the book reads a 4-bit stand-in for "
+         "the paper's model (a row about the loaded model itself does not need it), and, for a "
+         "member of the depth family, the family's precondition (depth buys loss), which is "
+         "about the family, not one member.")
 WHY: dict[str, str] = {
     "P1-A1-edges-rotate": _SAME.format(how="chapter 02's units: the edge ratio with the last "
                                            "state after the final norm, as P1 takes it (the "

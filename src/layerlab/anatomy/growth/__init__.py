@@ -89,6 +89,7 @@ from layerlab.anatomy.growth.rules import (
     CLAIM_ARMS,
     HALF_BUDGET,
     QUALITY,
+    SAVING,
     assess,
     assess_cost,
     assess_faster,
@@ -119,7 +120,7 @@ __all__ = [
     "MEASURES", "PAPER", "curves", "bands", "finals", "comparison", "program_table", "vocab_cost",
     "seeds", "describe", "timing",
     # rules
-    "CHAPTER", "HALF_BUDGET", "BUDGET_ROUNDING", "CLAIM_ARMS", "ARM_BUDGETS", "QUALITY", "paired", "t_interval", "unit_for",
+    "CHAPTER", "HALF_BUDGET", "BUDGET_ROUNDING", "CLAIM_ARMS", "ARM_BUDGETS", "QUALITY", "SAVING", "paired", "t_interval", "unit_for",
     "paper_arm_unit", "assess_ratio", "assess_half_budget", "assess_faster", "assess_cost",
     "assess",
 ]

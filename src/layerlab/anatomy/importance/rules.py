@@ -106,9 +106,11 @@ def precision_units(claim_id: str, units: list[claims.Unit],
         threat = claims.stand_in_threat(band, u.primary, per)
         if threat:
             shown = ", ".join(f"{c} {_text(per[c], '+,.3g', '')}" for c in threat)
-            note = (f"stand-in precision: on {len(threat)} of {len(per)} dithered copies the "
-                    f"primary lands across the band's edge {band.text('.3g')} from the "
-                    f"stand-in's {_text(u.primary, '+,.3g', '')} ({shown})")
+            measured = sum(e is not None for e in per.values())
+            note = (f"stand-in precision: on {len(threat)} of the {measured} dithered copies "
+                    f"measured here the primary lands across the band's edge {band.text('.3g')} "
+                    f"or its interval straddles it, from the stand-in's "
+                    f"{_text(u.primary, '+,.3g', '')} ({shown})")
             u = dataclasses.replace(u, precondition=u.precondition or note)
         out.append(u)
     return out, moved
