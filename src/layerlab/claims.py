@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Mapping, Sequence
 
 from layerlab import results
 
 __all__ = ["Verdict", "Kind", "Band", "Secondary", "Declaration", "index", "Estimate", "Unit", "Decision",
-           "decide", "across", "finding", "flagged", "stand_in_threat", "shifted", "make", "Claim", "register", "record", "collect", "table", "VERDICTS",
+           "decide", "across", "finding", "flagged", "stand_in_threat", "make", "Claim", "register", "record", "collect", "table", "VERDICTS",
            "REPRODUCED", "PARTLY", "NOT_REPRODUCED", "NOT_TESTABLE", "NOT_DIAGNOSTIC"]
 
 
@@ -352,8 +352,6 @@ def flagged(units: Sequence[Unit], note: str | None) -> list[Unit]:
     """`units` with `note` as their failed precondition (a unit already failing one keeps its
     own); unchanged when `note` is None. For a check made outside the units, e.g. the stand-in's
     precision (VERDICTS.md §4)."""
-    from dataclasses import replace
-
     return [replace(u, precondition=u.precondition or note) if note else u for u in units]
 
 
@@ -369,13 +367,6 @@ def stand_in_threat(band: Band, stand_in: Estimate | None,
     if own == "undecided":
         return []
     return [name for name, e in copies.items() if e is not None and band.test(e) != own]
-
-
-def shifted(est: Estimate, to: float) -> Estimate:
-    """`est` moved so that its point is `to`: a copy measured by its point alone, carrying the
-    stand-in's sampling interval (the copies change the weights, not the evaluation text)."""
-    d = to - est.point
-    return Estimate(to, est.lo + d, est.hi + d)
 
 
 def make(decl: Declaration, decision: Decision, *, ours: str, setting: str,

@@ -239,7 +239,6 @@ def test_the_stand_in_check_is_directional():
     # an undecided stand-in has nothing to threaten; an unmeasured copy is skipped
     assert claims.stand_in_threat(band, Estimate(100, 80, 120), across) == []
     assert claims.stand_in_threat(band, stand_in, {"s0": None}) == []
-    assert claims.shifted(Estimate(1.0, 0.5, 1.5), 2.0) == Estimate(2.0, 1.5, 2.5)
 
 
 def test_flagged_sets_a_failed_precondition_and_keeps_an_earlier_one():

@@ -37,7 +37,7 @@ from layerlab.anatomy import edits, importance, strategies
 from layerlab.anatomy import weights as w
 from layerlab.anatomy.declarations import DECLARATIONS as P2
 from layerlab.anatomy.evaluator import Evaluator, Scores
-from layerlab.anatomy.importance.measurement import degradation_table, range_statistic, with_classes
+from layerlab.anatomy.importance.measurement import map_tables
 from layerlab.anatomy.lab import Lab, recorded
 from layerlab.anatomy.predictability import ALPHA_GRID
 from layerlab.depth import geometry, lens
@@ -148,11 +148,8 @@ def copy_maps(lab: Lab) -> dict[str, tuple[pd.DataFrame, pd.DataFrame]]:
         bases = {s: Scores.from_dict(stored[f"s{seed}-{s}-base"]) for s in sets_}
         runs = {(it["set"], it["method"], it["layer"]): Scores.from_dict(stored[k])
                 for k, it in plan.items() if it["seed"] == seed and it["method"] is not None}
-        table = with_classes(degradation_table(runs, bases, resamples=lab.cfg.bootstrap),
-                             lab.n_layers)
-        ranges = pd.DataFrame([range_statistic(runs, bases[s], s, lab.n_layers,
-                                               resamples=lab.cfg.bootstrap) for s in sets_])
-        out[f"dithered-s{seed}"] = (table, ranges)
+        out[f"dithered-s{seed}"] = map_tables(runs, bases, lab.n_layers,
+                                              resamples=lab.cfg.bootstrap)
     return out
 
 

@@ -18,8 +18,8 @@ from layerlab.anatomy.importance.measurement import (
     anchors,
     degradation_table,
     layer_similarity,
+    map_tables,
     method_edit,
-    range_statistic,
     with_classes,
 )
 from layerlab.anatomy.lab import Lab, ProfileOrLab, recorded
@@ -74,9 +74,7 @@ def run(lab: ProfileOrLab, *, untrained: bool = False) -> ImportanceResult:
     lab = Lab.of(lab)
     runs = run_map(lab)
     bases = {s: lab.base(s) for s in lab.cfg.map_methods}
-    table = with_classes(degradation_table(runs, bases, resamples=lab.cfg.bootstrap), lab.n_layers)
-    ranges = pd.DataFrame([range_statistic(runs, bases[s], s, lab.n_layers,
-                                           resamples=lab.cfg.bootstrap) for s in bases])
+    table, ranges = map_tables(runs, bases, lab.n_layers, resamples=lab.cfg.bootstrap)
     sim = similarity(lab)
     # the twin's map on every set: both operations where per-layer sweeps are cheap
     # (`single_sets`: E0 on two cores, both on a GPU), neighbour averaging alone (the layer

@@ -23,7 +23,7 @@ from layerlab.anatomy.evaluator import Scores
 
 __all__ = ["METHODS", "CONNECTIVE_MAX", "CORE_MIN", "method_edit", "bootstrap_weights",
            "degradation_table", "classify", "inner", "range_statistic", "layer_similarity",
-           "anchors", "with_classes"]
+           "anchors", "with_classes", "map_tables"]
 
 
 # method -> (edit kind, tensor group); "neighbour_average" is the paper's operation
@@ -203,3 +203,13 @@ def with_classes(table: pd.DataFrame, n_layers: int) -> pd.DataFrame:
         c = classify(df, n_layers)
         classes.append(pd.DataFrame({"set": s, "method": m, "layer": c.index, "class": c.values}))
     return table.merge(pd.concat(classes), on=["set", "method", "layer"])
+
+
+def map_tables(runs: dict[tuple[str, str, int], Scores], bases: dict[str, Scores], n_layers: int,
+               *, resamples: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A map's degradation table with classes, and its range statistic per set (`bases`' sets):
+    what chapter 05 reads from the stand-in and from each of its dithered copies."""
+    table = with_classes(degradation_table(runs, bases, resamples=resamples), n_layers)
+    ranges = pd.DataFrame([range_statistic(runs, bases[s], s, n_layers, resamples=resamples)
+                           for s in bases])
+    return table, ranges

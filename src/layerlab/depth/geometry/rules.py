@@ -98,18 +98,16 @@ def with_family_precondition(units: list, losses: pd.DataFrame | None) -> list:
     precondition on a kind of unit holds for every claim that uses it."""
     depths = family_depths(u.name for u in units)
     pre = depth_buys_loss(losses, depths) if depths else None
-    if pre is not None:
-        # the family's reason first: it holds whatever this member measured
-        units = [replace(u, precondition=pre + (f"; and {u.precondition}" if u.precondition
-                                                 else ""))
-                 if u.name.startswith(FAMILY_PREFIX) else u for u in units]
-        members = [u for u in units if u.name.startswith(FAMILY_PREFIX)]
-        if len(members) > 1:  # one reason for the one unit, not one per member
-            family = one_family_unit([replace(u, precondition=None) for u in members])[-1]
-            return [u for u in units if not u.name.startswith(FAMILY_PREFIX)] + [
-                replace(family, precondition=pre)]
-        return units
-    return one_family_unit(units)
+    if pre is None:
+        return one_family_unit(units)
+    members = [u for u in units if u.name.startswith(FAMILY_PREFIX)]
+    if len(members) == 1:  # the family's reason first: it holds whatever this member measured
+        return [replace(u, precondition=pre + (f"; and {u.precondition}" if u.precondition
+                                                else "")) if u in members else u for u in units]
+    # several members make one unit: the family's reason is its only one
+    merged = one_family_unit([replace(u, precondition=None) if u in members else u
+                              for u in units])
+    return [*merged[:-1], replace(merged[-1], precondition=pre)]
 
 
 def _edge_row(table: pd.DataFrame, stat: str, model: str):
